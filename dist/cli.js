@@ -7491,10 +7491,10 @@ function killAll(pids, signal, spare) {
 }
 function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
   const children = /* @__PURE__ */ new Map();
-  for (const link of processLinks()) {
-    const list = children.get(link.ppid) ?? [];
-    list.push(link);
-    children.set(link.ppid, list);
+  for (const link2 of processLinks()) {
+    const list = children.get(link2.ppid) ?? [];
+    list.push(link2);
+    children.set(link2.ppid, list);
   }
   const found = [];
   let level = [root];
@@ -8038,7 +8038,7 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
 function exec(file2, args, fd3) {
-  return new Promise((resolve6) => {
+  return new Promise((resolve7) => {
     const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
@@ -8048,11 +8048,11 @@ function exec(file2, args, fd3) {
     if (fd3) writeFd3(child, fd3);
     child.on("error", (e) => {
       clearTimeout(timer);
-      resolve6({ code: 127, stdout, stderr: e.message });
+      resolve7({ code: 127, stdout, stderr: e.message });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve6({ code: code ?? 1, stdout, stderr });
+      resolve7({ code: code ?? 1, stdout, stderr });
     });
   });
 }
@@ -8101,7 +8101,7 @@ function runProcess(file2, args, options) {
 }
 function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  return new Promise((resolve6) => {
+  return new Promise((resolve7) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), options.timeoutMs);
@@ -8131,7 +8131,7 @@ function spawnAndWait(file2, args, options, confined2) {
     };
     void waitForEnd(child, output2, settle2).then(async (result) => {
       await stopper.strayGone();
-      resolve6(result);
+      resolve7(result);
     });
     child.on("exit", () => {
       if (child.pid !== void 0) running.delete(child.pid);
@@ -8140,7 +8140,7 @@ function spawnAndWait(file2, args, options, confined2) {
   });
 }
 function waitForEnd(child, output2, settle2) {
-  return new Promise((resolve6) => {
+  return new Promise((resolve7) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8156,7 +8156,7 @@ function waitForEnd(child, output2, settle2) {
       child.stderr.destroy();
       const result = settle2(ended, spawnError);
       output2.log?.end();
-      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve6(result));
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve7(result));
     };
     const drain = (seen, polls) => {
       if (output2.chunks() === seen || polls === 0) finish();
@@ -8270,7 +8270,7 @@ function openLog(path, maxBytes, stop3) {
   let open4 = stream;
   let logged = 0;
   let problem2 = null;
-  const closed = new Promise((resolve6) => stream.once("close", () => resolve6()));
+  const closed = new Promise((resolve7) => stream.once("close", () => resolve7()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
     open4 = void 0;
@@ -13451,7 +13451,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve6) {
+function isRecursive(inst, stack, resolve7) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -13461,7 +13461,7 @@ function isRecursive(inst, stack, resolve6) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer2 = isRecursive(child, stack, resolve6);
+      const answer2 = isRecursive(child, stack, resolve7);
       if (answer2 > result)
         result = answer2;
     }
@@ -13472,7 +13472,7 @@ function isRecursive(inst, stack, resolve6) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve6) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve7) : NONE;
       if (child > answer2)
         answer2 = child;
     }
@@ -13536,7 +13536,7 @@ function isRecursive(inst, stack, resolve6) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve6 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve7 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -32090,9 +32090,9 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir18, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, rm as rm16, writeFile as writeFile14 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir13, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join30, relative as relative5 } from "node:path";
+import { join as join31, relative as relative5 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -32452,7 +32452,7 @@ function progressEstimate(o) {
 }
 
 // src/local/compare-runs.ts
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 
 // src/core/chart.ts
 function chartData(state) {
@@ -36134,7 +36134,7 @@ var OwnRepo = class _OwnRepo {
     return (await this.exec(args, o)).stdout.trim();
   }
 };
-async function checkoutInto(own3, commit, dir, index, branch) {
+async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.objects) {
   await mkdir9(dir, { recursive: true });
   await emptyFolder(dir);
   await rm7(index, { force: true });
@@ -36144,7 +36144,7 @@ async function checkoutInto(own3, commit, dir, index, branch) {
   if (!branch) return;
   const dotGit = join12(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${own3.objects}
+  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${borrowed}
 `);
   await mkdir9(join12(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
   await writeFile7(join12(dotGit, "refs", "heads", branch), `${commit}
@@ -36632,8 +36632,8 @@ function isInternal(address) {
 }
 function screenLookup(host) {
   let timer;
-  const late = new Promise((resolve6) => {
-    timer = setTimeout(() => resolve6(null), EGRESS_SCREEN_LOOKUP_MS);
+  const late = new Promise((resolve7) => {
+    timer = setTimeout(() => resolve7(null), EGRESS_SCREEN_LOOKUP_MS);
   });
   return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
@@ -36648,19 +36648,19 @@ function splice(a, b) {
   b.on("error", end).on("close", end);
 }
 function dial(host, port) {
-  return new Promise((resolve6, reject) => {
+  return new Promise((resolve7, reject) => {
     const s = connect({ host, port, noDelay: true });
     s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
-      resolve6(s);
+      resolve7(s);
     });
     s.once("error", reject);
   });
 }
 function tunnel(via, host, port) {
   return dial(via.hostname, Number(via.port || 80)).then(
-    (s) => new Promise((resolve6, reject) => {
+    (s) => new Promise((resolve7, reject) => {
       const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
       const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
 ` : "";
@@ -36683,7 +36683,7 @@ ${auth}\r
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
-        resolve6(s);
+        resolve7(s);
       };
       s.on("data", onData);
       s.once("error", reject);
@@ -37049,10 +37049,10 @@ function hangUp(client, answer2) {
   client.end(answer2, () => client.destroy());
 }
 function listen(server, socket) {
-  return new Promise((resolve6, reject) => {
+  return new Promise((resolve7, reject) => {
     server.once("error", reject);
-    if (socket) server.listen(socket, () => resolve6(socket));
-    else server.listen(0, "127.0.0.1", () => resolve6(server.address().port));
+    if (socket) server.listen(socket, () => resolve7(socket));
+    else server.listen(0, "127.0.0.1", () => resolve7(server.address().port));
   });
 }
 
@@ -37374,13 +37374,13 @@ async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   };
 }
 function pause(ms, signal) {
-  return new Promise((resolve6) => {
-    if (signal?.aborted) return resolve6();
+  return new Promise((resolve7) => {
+    if (signal?.aborted) return resolve7();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve6();
+      resolve7();
     }
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -37422,9 +37422,9 @@ async function startGradeService(args) {
     evaluations: grading.count,
     close: async () => {
       closing.abort();
-      await new Promise((resolve6) => {
+      await new Promise((resolve7) => {
         grading.server.closeAllConnections();
-        grading.server.close(() => resolve6());
+        grading.server.close(() => resolve7());
       });
       await grading.queue();
       await rm11(socketDir, { recursive: true, force: true });
@@ -37478,9 +37478,9 @@ async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
-  await new Promise((resolve6, reject) => {
+  await new Promise((resolve7, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve6);
+    server.listen(socket, resolve7);
   });
   await chmod3(socket, 438);
   return { socketDir, socket };
@@ -38608,13 +38608,71 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir17, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath5, rm as rm15, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir12, readFile as readFile10, realpath as realpath5, rm as rm16, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname13, join as join28, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
+import { dirname as dirname13, join as join29, relative as relative4, resolve as resolve5, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir13, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute4, join as join22, resolve as resolve3 } from "node:path";
+import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpath4, stat as stat6 } from "node:fs/promises";
+import { dirname as dirname10, isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
+
+// src/local/round-objects.ts
+import { link, mkdir as mkdir13, readdir as readdir9, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
+import { isAbsolute as isAbsolute4, join as join22, resolve as resolve3 } from "node:path";
+async function roundObjects(root, round2, objects, reachable) {
+  const dir = join22(root, `round-${round2}`);
+  if (await readdir9(dir).catch(() => null) !== null) return { dir };
+  const partial2 = `${dir}.partial`;
+  try {
+    await rm13(partial2, { recursive: true, force: true });
+    await linkTree(objects, partial2, objects);
+    if (reachable) await keepOnly(partial2, await reachable());
+    await rename6(partial2, dir);
+    return { dir };
+  } catch (e) {
+    await rm13(partial2, { recursive: true, force: true }).catch(() => {
+    });
+    const why = e.code ?? e.message;
+    return {
+      note: `the repository's objects could not be linked into the run folder (${why}): this episode could read its siblings' work of this round`
+    };
+  }
+}
+async function dropRoundObjects(root, round2) {
+  for (const dir of [join22(root, `round-${round2}`), join22(root, `round-${round2}.partial`)])
+    await rm13(dir, { recursive: true, force: true });
+}
+async function linkTree(from, to, objects) {
+  await mkdir13(to, { recursive: true });
+  const entries = await readdir9(from, { withFileTypes: true }).catch((e) => {
+    if (e.code === "ENOENT") return [];
+    throw e;
+  });
+  await Promise.all(
+    entries.map(async (e) => {
+      const [src, dst] = [join22(from, e.name), join22(to, e.name)];
+      if (/^(?:tmp_|incoming-)/.test(e.name)) return;
+      if (e.isDirectory()) return linkTree(src, dst, objects);
+      if (src === join22(objects, "info", "alternates")) {
+        const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
+        const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
+        return writeFile13(dst, paths.map((l) => isAbsolute4(l) ? l : resolve3(objects, l)).join("\n"));
+      }
+      if (!e.isFile()) return;
+      await link(src, dst).catch((err) => {
+        if (err.code !== "ENOENT") throw err;
+      });
+    })
+  );
+}
+async function keepOnly(dir, keep) {
+  for (const fan of (await readdir9(dir)).filter((d) => /^[0-9a-f]{2}$/.test(d)))
+    for (const rest of await readdir9(join22(dir, fan)))
+      if (!keep.has(fan + rest)) await rm13(join22(dir, fan, rest), { force: true });
+}
+
+// src/local/forge.ts
+var ROUND_OBJECTS = "round-objects";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -38627,6 +38685,7 @@ var LocalForge = class {
   keepRejected;
   git;
   opened;
+  rounds = /* @__PURE__ */ new Map();
   ref(branch) {
     return `refs/heads/${branch}`;
   }
@@ -38634,9 +38693,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath4(isAbsolute4(common) ? common : resolve3(this.repo, common));
-      const objects = join22(commonDir, "objects");
-      const alternates = (await readFile6(join22(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
+      const commonDir = await realpath4(isAbsolute5(common) ? common : resolve4(this.repo, common));
+      const objects = join23(commonDir, "objects");
+      const alternates = (await readFile7(join23(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute5(l) ? l : resolve4(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -38680,11 +38739,13 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join22(scratchDir, "checkout.index");
-    await checkoutInto(own3, e.base, workspace, checkoutIndex, branch);
+    const checkoutIndex = join23(scratchDir, "checkout.index");
+    const borrowed = await this.roundObjects(state, e.round);
+    const objects = "dir" in borrowed ? borrowed.dir : own3.objects;
+    await checkoutInto(own3, e.base, workspace, checkoutIndex, branch, objects);
     const context = this.store.context(e.id);
     await removeTree(context);
-    const notes = [];
+    const notes = "note" in borrowed ? [borrowed.note] : [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       if (await exists2(from)) {
@@ -38698,16 +38759,30 @@ var LocalForge = class {
       }
       await cleanAgentFolder(context);
     }
-    await mkdir13(context, { recursive: true });
+    await mkdir14(context, { recursive: true });
     const places = {
       workspace,
       context,
-      box: join22(scratchDir, "box"),
-      objects: [own3.objects, ...alternates],
+      box: join23(scratchDir, "box"),
+      objects: [objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
     };
     return { own: own3, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
+  }
+  /** The objects a round's workspaces borrow: the repository's as the round began (round-objects.ts). */
+  async roundObjects(state, round2) {
+    const { own: own3 } = await this.open();
+    let made = this.rounds.get(round2);
+    if (!made) {
+      const episodes = state.rounds[round2]?.episodes ?? [];
+      const begun = episodes.some((e) => e.result || e.interruptedSpent !== void 0 || e.unfinishedStarts);
+      const bases = [...new Set(episodes.map((e) => e.base))];
+      const reachable = async () => new Set((await own3.out(["rev-list", "--objects", "--no-object-names", ...bases])).split("\n"));
+      made = roundObjects(this.store.path(ROUND_OBJECTS), round2, own3.objects, begun ? reachable : void 0);
+      this.rounds.set(round2, made);
+    }
+    return made;
   }
   /**
    * Moves an episode's branch from the result it held back to the episode's base, for an episode
@@ -38751,6 +38826,8 @@ var LocalForge = class {
       const problem2 = lineageMovedOutsideProblem(state, round2, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem2) throw new Error(problem2);
     }
+    this.rounds.delete(round2.index);
+    await dropRoundObjects(this.store.path(ROUND_OBJECTS), round2.index);
     for (const e of round2.episodes) {
       await removeTree(this.store.workspace(e.id));
       if (this.keepRejected && !adopted.includes(e.id)) continue;
@@ -38785,7 +38862,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own3, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own3, commit, dir, join22(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own3, commit, dir, join23(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own3.objects, ...alternates],
@@ -38805,22 +38882,22 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat6, mkdir as mkdir15, rm as rm13 } from "node:fs/promises";
-import { dirname as dirname11, join as join25 } from "node:path";
+import { cp as cp3, lstat as lstat6, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
+import { dirname as dirname11, join as join26 } from "node:path";
 
 // src/local/grader-reads.ts
-import { readdir as readdir9, readFile as readFile7, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join23, relative as relative2 } from "node:path";
+import { readdir as readdir10, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { join as join24, relative as relative2 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
-  const entries = await readdir9(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join23(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  const entries = await readdir10(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join24(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
   for (const f2 of files) {
-    const path = join23(dir, f2);
+    const path = join24(dir, f2);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -38833,8 +38910,8 @@ async function whileWatchingReads(dir, files, grade) {
   const first = marked[0];
   let recorded = false;
   if (first) {
-    const path = join23(dir, first.file);
-    await readFile7(path).catch(() => null);
+    const path = join24(dir, first.file);
+    await readFile8(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
     });
@@ -38842,7 +38919,7 @@ async function whileWatchingReads(dir, files, grade) {
   const result = await grade();
   const read2 = [];
   for (const m of marked) {
-    const path = join23(dir, m.file);
+    const path = join24(dir, m.file);
     const s = await stat7(path).catch(() => null);
     if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
@@ -38852,8 +38929,8 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir14, open as open3, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
-import { join as join24 } from "node:path";
+import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir11, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { join as join25 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -38861,18 +38938,18 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join24(taskDir, ".forkflush");
+    return join25(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join24(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join25(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir10(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir11(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile8(join24(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile9(join25(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -38881,7 +38958,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join24(this.dir, ...parts);
+    return join25(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -38894,16 +38971,16 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode2);
   }
   async init(info) {
-    await mkdir14(this.dir, { recursive: true, mode: 448 });
+    await mkdir15(this.dir, { recursive: true, mode: 448 });
     await chmod4(this.dir, 448);
-    await writeFile13(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await writeFile14(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
   }
   /** The key that seals this run's result commits; null for a run made before seals. */
   async sealKey() {
-    const key2 = await readFile8(this.path(SEAL_KEY)).catch(() => null);
+    const key2 = await readFile9(this.path(SEAL_KEY)).catch(() => null);
     return key2 && key2.length === 32 ? key2 : null;
   }
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
@@ -38927,12 +39004,12 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
-        await writeFile13(file2, `${process.pid} ${startTime(process.pid) ?? ""}`.trim(), { flag: "wx" });
+        await writeFile14(file2, `${process.pid} ${startTime(process.pid) ?? ""}`.trim(), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
-        const pid = holder(await readFile8(file2, "utf8").catch(() => ""));
+        const pid = holder(await readFile9(file2, "utf8").catch(() => ""));
         if (pid && pid !== process.pid) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
@@ -38946,7 +39023,7 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    return holder(await readFile8(this.path("lock"), "utf8").catch(() => ""));
+    return holder(await readFile9(this.path("lock"), "utf8").catch(() => ""));
   }
   async write(name2, content) {
     const file2 = this.path(name2);
@@ -38962,7 +39039,7 @@ function holder(lock) {
 }
 async function readRecordFile(file2) {
   try {
-    return await readFile8(file2, "utf8");
+    return await readFile9(file2, "utf8");
   } catch (e) {
     if (e.code !== "ENOENT") throw e;
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
@@ -38978,7 +39055,7 @@ async function writeAtomic(file2, content) {
   } finally {
     await handle.close();
   }
-  await rename6(tmp, file2);
+  await rename7(tmp, file2);
 }
 
 // src/local/initial-grade.ts
@@ -39001,14 +39078,14 @@ async function gradeInitial(config2, dir, places, isolation, scratch, source) {
   );
 }
 async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source]) {
-  const tmp = join25(scratch, "tmp");
-  await mkdir15(join25(tmp, "home"), { recursive: true });
+  const tmp = join26(scratch, "tmp");
+  await mkdir16(join26(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   const judged2 = { objects: [], private: places.private };
   const confine = (confinement) => sandbox ? { sandbox, confinement: { ...confinement(), account } } : void 0;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join25(scratch, "setup-tmp");
+    const setupTmp = join26(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -39039,12 +39116,12 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat6(join25(repo, f2)).catch(() => null);
+      const s = await lstat6(join26(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
-      await mkdir15(dirname11(join25(dir, f2)), { recursive: true });
-      await cp3(join25(repo, f2), join25(dir, f2), { preserveTimestamps: true });
+      await mkdir16(dirname11(join26(dir, f2)), { recursive: true });
+      await cp3(join26(repo, f2), join26(dir, f2), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
@@ -39055,8 +39132,8 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
     );
     return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
   } finally {
-    await rm13(dir, { recursive: true, force: true });
-    await rm13(scratch, { recursive: true, force: true });
+    await rm14(dir, { recursive: true, force: true });
+    await rm14(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
@@ -39067,13 +39144,13 @@ function uncommittedGraderInputs(committed, working) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { basename as basename3, isAbsolute as isAbsolute6, join as join27 } from "node:path";
+import { basename as basename3, isAbsolute as isAbsolute7, join as join28 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir16, mkdtemp as mkdtemp3, rm as rm14, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm15, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute5, join as join26, relative as relative3 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute6, join as join27, relative as relative3 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -39086,23 +39163,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp3(join26(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join27(tmpdir(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join26(dir, "workspace"),
-      context: join26(dir, "context"),
-      box: join26(dir, "box"),
+      workspace: join27(dir, "workspace"),
+      context: join27(dir, "context"),
+      box: join27(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join26(places.box, "tmp")]) await mkdir16(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join27(places.box, "tmp")]) await mkdir17(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join26(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join26(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join27(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join27(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -39113,7 +39190,7 @@ async function hiddenInSandbox(v) {
     }
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm14(dir, { recursive: true, force: true }).catch(() => {
+    await rm15(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -39142,7 +39219,7 @@ async function neededBy(command2, key2, path) {
   for (const m of command2.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
     const raw = m[1].replace(/[,.]+$/, "");
     const abs = raw.startsWith("~/") ? expandHome(raw) : raw;
-    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute5(abs)) continue;
+    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute6(abs)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s) out.push({ key: key2, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
   }
@@ -39253,7 +39330,7 @@ commit them (git add, git commit), then run again`
     ];
     for (const [key2, command2] of commands) {
       const file2 = fileItRuns(command2);
-      if (file2 && !await stat9(join27(p.repo, file2)).catch(() => null))
+      if (file2 && !await stat9(join28(p.repo, file2)).catch(() => null))
         problems.push(
           `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
         );
@@ -39302,7 +39379,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join27(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join28(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -39319,7 +39396,7 @@ async function uncommittedInputs(p) {
   });
 }
 function namedPaths(command2) {
-  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute6(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute7(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
 var INTERPRETERS = /* @__PURE__ */ new Set([
   "node",
@@ -39337,23 +39414,23 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 function fileItRuns(command2) {
   const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
   const [program, file2] = words;
-  if (program?.includes("/") && !isAbsolute6(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
+  if (program?.includes("/") && !isAbsolute7(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
   if (!program || !file2 || !INTERPRETERS.has(basename3(program))) return null;
-  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute6(file2)) return null;
+  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute7(file2)) return null;
   return file2.replace(/^\.\//, "");
 }
 async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
   if (first.includes("/")) {
-    const file2 = isAbsolute6(first) ? first : join27(p.repo, first);
+    const file2 = isAbsolute7(first) ? first : join28(p.repo, first);
     if (await isExecutable(file2)) return null;
     const exists3 = await stat9(file2).then(
       () => true,
       () => false
     );
-    if (!exists3 && !isAbsolute6(first) && p.config.setup.commands.length > 0) return null;
-    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute6(first) ? "" : " in the repository"}`;
+    if (!exists3 && !isAbsolute7(first) && p.config.setup.commands.length > 0) return null;
+    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute7(first) ? "" : " in the repository"}`;
   }
   return await onPath(first, p.env.PATH ?? "") ? null : `${key2}: \`${first}\` is not found on PATH: install it, or name it with its full path`;
 }
@@ -39364,7 +39441,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join27(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute7(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join28(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
@@ -39374,14 +39451,14 @@ async function onPath(name2, path) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve4(configFile ?? join28(dir, CONFIG_PATH));
+  const file2 = resolve5(configFile ?? join29(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile9(file2, "utf8");
+    text = await readFile10(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
-      if (await isFile(join28(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
+      if (await isFile(join29(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
     if (above)
       throw new UserError(
         `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
@@ -39393,8 +39470,8 @@ async function loadConfig(dir, configFile, overrides) {
   return { config: parseConfig(text, relative4(process.cwd(), file2) || file2, overrides), file: file2 };
 }
 async function configAbove(dir) {
-  for (let d = dirname13(resolve4(dir)); d !== dirname13(d); d = dirname13(d))
-    if (await isFile(join28(d, CONFIG_PATH))) return d;
+  for (let d = dirname13(resolve5(dir)); d !== dirname13(d); d = dirname13(d))
+    if (await isFile(join29(d, CONFIG_PATH))) return d;
   return null;
 }
 var isFile = (path) => stat10(path).then(
@@ -39458,20 +39535,20 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm15(store.dir, { recursive: true, force: true });
+      await rm16(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm15(store.dir, { recursive: true, force: true });
+    await rm16(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
 async function checkRepository(o, r, warnings) {
   const { taskDir, repo, scratch, config: config2, configFile } = r;
-  const rel = relative4(repo, scratch ? join28(repo, relative4(taskDir, configFile)) : configFile);
+  const rel = relative4(repo, scratch ? join29(repo, relative4(taskDir, configFile)) : configFile);
   const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
   const isolation = await isolationFor(config2.sandbox.mode);
   const { problems, notes } = await preflight({
@@ -39541,12 +39618,12 @@ async function otherRunsOfTask(taskDir, id) {
   return warnings;
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir17(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir18(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir17(store.dir, { mode: 448 });
+      await mkdir18(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -39557,7 +39634,7 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join28(tmpdir2(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join29(tmpdir2(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -39607,7 +39684,7 @@ async function taskFolder(dir) {
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath5(resolve4(dir));
+  return realpath5(resolve5(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
@@ -39617,19 +39694,19 @@ async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve4(top, r.stdout.trim());
-  const text = await readFile9(file2, "utf8").catch(() => "");
+  const file2 = resolve5(top, r.stdout.trim());
+  const text = await readFile10(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir17(join28(file2, ".."), { recursive: true });
+  await mkdir18(join29(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir17(repo, { recursive: true });
-  for (const entry of await readdir11(taskDir)) {
+  await mkdir18(repo, { recursive: true });
+  for (const entry of await readdir12(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp4(join28(taskDir, entry), join28(repo, entry), { recursive: true });
+    await cp4(join29(taskDir, entry), join29(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -39643,12 +39720,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join29(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join29(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join30(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join30(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join29(dir, "report.md"),
+    join30(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -39703,7 +39780,7 @@ var CompareRuns = class {
   /** The manifest, saved one write at a time. */
   save() {
     const { m, dir } = this.c;
-    this.saving = this.saving.then(() => writeAtomic(join29(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    this.saving = this.saving.then(() => writeAtomic(join30(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return this.saving;
   }
@@ -39792,7 +39869,7 @@ var CompareRuns = class {
     }
     if (open4) return open4;
     const variant = m.variants.find((v) => v.name === e.variant);
-    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join29(dir, `variant-${variant.name}.yml`);
+    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join30(dir, `variant-${variant.name}.yml`);
     open4 = await adopt(taskDir, m, e, configFile);
     if (!open4) {
       const start2 = this.startLock.then(
@@ -39854,7 +39931,7 @@ async function chooseCompare(o) {
     ...o.branches !== void 0 ? { branches: o.branches } : {}
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
-  const configText2 = await readFile10(file2, "utf8");
+  const configText2 = await readFile11(file2, "utf8");
   const created = o.now();
   const wanted = planCompare({
     kind: o.kind,
@@ -39893,12 +39970,12 @@ async function chooseCompare(o) {
 }
 async function dryRunCompare(o, c) {
   const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
-  const folder = join30(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join31(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join30(tmpdir3(), "forkflush-variant-"));
-  const configFile = scratch ? join30(scratch, `variant-${first?.name}.yml`) : file2;
-  if (scratch && text !== null) await writeFile14(configFile, text);
+  const scratch = text === null ? null : await mkdtemp5(join31(tmpdir3(), "forkflush-variant-"));
+  const configFile = scratch ? join31(scratch, `variant-${first?.name}.yml`) : file2;
+  if (scratch && text !== null) await writeFile15(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
     configFile,
@@ -39906,7 +39983,7 @@ async function dryRunCompare(o, c) {
     now: o.now(),
     dryRun: true,
     ...o.env ? { env: o.env } : {}
-  }).finally(() => scratch ? rm16(scratch, { recursive: true, force: true }) : void 0);
+  }).finally(() => scratch ? rm17(scratch, { recursive: true, force: true }) : void 0);
   for (const w of check2.warnings) o.log(`note: ${w}`);
   const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
   return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -39917,14 +39994,14 @@ async function runCompare(o) {
   const { taskDir, created, base, configPathInRepo, resumed } = chosen;
   let { manifest } = chosen;
   if (!resumed) {
-    await mkdir18(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir19(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join30(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join31(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile14(join30(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile15(join31(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -39960,11 +40037,11 @@ async function runCompare(o) {
 }
 async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir12(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir13(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join30(root, name2, "compare.json");
-    const text = await readFile10(file2, "utf8").catch(() => null);
+    const file2 = join31(root, name2, "compare.json");
+    const text = await readFile11(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
     try {
@@ -39986,7 +40063,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir18(join30(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir19(join31(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -40133,8 +40210,8 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir19, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
-import { dirname as dirname14, join as join31, relative as relative6, resolve as resolve5 } from "node:path";
+import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
+import { dirname as dirname14, join as join32, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -40168,7 +40245,7 @@ function commitOfTag(listing, tag) {
 // src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
-  const root = resolve5(dir);
+  const root = resolve6(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   parseConfig(config2, CONFIG_PATH);
@@ -40176,24 +40253,24 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join31(root, path);
+    const file2 = join32(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir19(dirname14(file2), { recursive: true });
-    await writeFile15(file2, text);
+    await mkdir20(dirname14(file2), { recursive: true });
+    await writeFile16(file2, text);
     written.push(path);
   };
   const pinned = v.github === true && typeof v.action === "string" ? await pinAction(v.action, io.env ?? process.env) : null;
   let placeholder2;
-  const made = await mkdir19(root, { recursive: true });
+  const made = await mkdir20(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join31(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join31(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join32(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join32(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, pinned?.action ?? null, pinned?.version);
@@ -40202,7 +40279,7 @@ async function initTask(dir, v, io) {
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm17(made, { recursive: true, force: true });
+    if (made !== void 0) await rm18(made, { recursive: true, force: true });
     throw e;
   }
   for (const f2 of written) io.stdout.write(`wrote ${f2}
@@ -40235,7 +40312,7 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join31(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join32(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f2) => !f2.startsWith(".github/") && !named.includes(f2));
   if (read2.length > 0)
@@ -40248,7 +40325,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join31(root, f2))),
+      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join32(root, f2))),
       ...named,
       ...read2,
       ...toWrite
@@ -40338,7 +40415,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join31(root, p))
+      (p) => existsSync4(join32(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -40415,7 +40492,7 @@ var COMMAND_ENV = `        # What your agent needs, from the repository's secret
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
 async function workflowText(name2, agent, action, version2) {
-  let text = await readFile11(packageFile("examples", "workflows", name2), "utf8");
+  let text = await readFile12(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     const named = version2 ? ` # ${version2}` : "";
@@ -40441,7 +40518,7 @@ async function workflowText(name2, agent, action, version2) {
 function packageFile(...parts) {
   let dir = dirname14(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join31(dir, "package.json")) && existsSync4(join31(dir, ...parts))) return join31(dir, ...parts);
+    if (existsSync4(join32(dir, "package.json")) && existsSync4(join32(dir, ...parts))) return join32(dir, ...parts);
     dir = dirname14(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
@@ -40469,9 +40546,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join31(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join32(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join31(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join32(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -40483,12 +40560,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join31(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join32(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join31(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join32(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -40497,11 +40574,11 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 }
 
 // src/cli/map.ts
-import { join as join36 } from "node:path";
+import { join as join37 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir22 } from "node:fs/promises";
-import { join as join35 } from "node:path";
+import { mkdir as mkdir23 } from "node:fs/promises";
+import { join as join36 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -40835,8 +40912,8 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir20, readFile as readFile12, writeFile as writeFile16 } from "node:fs/promises";
-import { join as join32 } from "node:path";
+import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile13, writeFile as writeFile17 } from "node:fs/promises";
+import { join as join33 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -40852,7 +40929,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile12(join32(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile13(join33(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -40862,13 +40939,13 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir20(join32(this.dir, "specs"), { recursive: true });
+    await mkdir21(join33(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile16(join32(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile17(join33(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
-    const text = await readFile12(this.specFile(commit), "utf8").catch(() => null);
+    const text = await readFile13(this.specFile(commit), "utf8").catch(() => null);
     if (text === null) return null;
     try {
       const v = JSON.parse(text);
@@ -40883,13 +40960,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join32(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join33(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join32(this.dir, "specs", `${commit}.json`);
+    return join33(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -40905,42 +40982,42 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir21, readdir as readdir13, rename as rename7, rm as rm18, stat as stat11, writeFile as writeFile17 } from "node:fs/promises";
-import { join as join33 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir14, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
+import { join as join34 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join33(s.work, call.name);
+  const dir = join34(s.work, call.name);
   if (await stat11(dir).catch(() => null)) await removeTree(dir);
-  const box = join33(dir, "box");
-  const context = join33(dir, "context");
-  for (const d of [join33(box, "home"), join33(box, "tmp"), context]) await mkdir21(d, { recursive: true });
+  const box = join34(dir, "box");
+  const context = join34(dir, "context");
+  for (const d of [join34(box, "home"), join34(box, "tmp"), context]) await mkdir22(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join33(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join34(dir, "judge.log"));
     return reply;
   } finally {
-    await rm18(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm19(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join33(box, "prompt.md");
-  await writeFile17(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join33(box, "triplet.json");
-  if (tripletFile2 && call.triplet !== void 0) await writeFile17(tripletFile2, call.triplet);
-  const noGrader = join33(box, "no-grader");
-  await writeFile17(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
+  const promptFile = join34(box, "prompt.md");
+  await writeFile18(promptFile, call.prompt);
+  const tripletFile2 = call.triplet === void 0 ? null : join34(box, "triplet.json");
+  if (tripletFile2 && call.triplet !== void 0) await writeFile18(tripletFile2, call.triplet);
+  const noGrader = join34(box, "no-grader");
+  await writeFile18(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join33(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join33(box, "tmp"),
+    HOME: join34(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join34(box, "tmp"),
     ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
@@ -40971,7 +41048,7 @@ async function run(s, call, allowance, dir, box, context) {
 async function judged(s, call, allowance, o) {
   const { box, context, promptFile, noGrader, env, confined: confined2, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join33(dir, "judge.log");
+  const logFile = join34(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn3 = async (file2, args, options) => {
@@ -40987,7 +41064,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join33(box, "usage.json"),
+    usageFile: join34(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -41049,16 +41126,16 @@ async function keepLog(s, call, log) {
     () => -1
   );
   if (size < 0) return null;
-  await mkdir21(s.failedLogs, { recursive: true });
-  const kept = join33(s.failedLogs, `${call.name}.log`);
-  await rename7(log, kept).catch(() => {
+  await mkdir22(s.failedLogs, { recursive: true });
+  const kept = join34(s.failedLogs, `${call.name}.log`);
+  await rename8(log, kept).catch(() => {
   });
   return kept;
 }
 async function readOnly(dir) {
-  const entries = await readdir13(dir, { withFileTypes: true });
+  const entries = await readdir14(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join33(dir, e.name);
+    const path = join34(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -41188,8 +41265,8 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir14, readFile as readFile13, stat as stat12 } from "node:fs/promises";
-import { join as join34 } from "node:path";
+import { readdir as readdir15, readFile as readFile14, stat as stat12 } from "node:fs/promises";
+import { join as join35 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -41199,9 +41276,9 @@ async function findTarget(taskDir, o) {
       throw new UserError(`no run ${o.run} in ${taskDir}; runs: ${runIds.join(", ") || "none yet"}`);
     return runTarget(taskDir, o.run);
   }
-  const names = (await readdir14(root).catch(() => [])).sort();
+  const names = (await readdir15(root).catch(() => [])).sort();
   const compares = [];
-  for (const n of names) if (await stat12(join34(root, n, "compare.json")).catch(() => null)) compares.push(n);
+  for (const n of names) if (await stat12(join35(root, n, "compare.json")).catch(() => null)) compares.push(n);
   const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
@@ -41221,9 +41298,9 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join34(RunStore.runsDir(taskDir), id);
-  const file2 = join34(folder, "compare.json");
-  const manifest = parseManifest(await readFile13(file2, "utf8"), file2);
+  const folder = join35(RunStore.runsDir(taskDir), id);
+  const file2 = join35(folder, "compare.json");
+  const manifest = parseManifest(await readFile14(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
     if (!e.run) continue;
@@ -41271,8 +41348,8 @@ async function makeMap(o) {
     runs,
     config: config2,
     settings,
-    cacheDir: join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
-    work: join35(target.folder, "map"),
+    cacheDir: join36(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
+    work: join36(target.folder, "map"),
     repos: async () => {
       const repos = /* @__PURE__ */ new Map();
       const hidden = [taskDir, RunStore.runsDir(taskDir)];
@@ -41283,7 +41360,7 @@ async function makeMap(o) {
       }
       return { repos, hidden };
     },
-    lock: () => new RunStore(join35(target.folder, "map")).lock(),
+    lock: () => new RunStore(join36(target.folder, "map")).lock(),
     drawn: () => refreshReports(taskDir, target)
   });
 }
@@ -41309,7 +41386,7 @@ async function mapRuns(j) {
       plan: plan2,
       message: `${j.target.kind} ${j.target.id} has ${snapshots.length} snapshots: a map needs 3`
     };
-  await mkdir22(j.work, { recursive: true, mode: 448 });
+  await mkdir23(j.work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = j.lock ? await j.lock() : async () => {
   };
@@ -41320,7 +41397,7 @@ async function mapRuns(j) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join35(j.work, "calls")).catch(() => {
+    await removeTree(join36(j.work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -41336,8 +41413,8 @@ async function prepare(m) {
     config: j.config,
     isolation,
     env: j.env ?? process.env,
-    work: join35(j.work, "calls"),
-    failedLogs: join35(j.work, "failed"),
+    work: join36(j.work, "calls"),
+    failedLogs: join36(j.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: j.settings.unit,
     signal: j.signal ?? new AbortController().signal
@@ -41403,8 +41480,8 @@ async function draw(r) {
     unit: j.settings.unit,
     budget: j.settings.budget
   });
-  const json2 = join35(j.folder, "map.json");
-  const svg = join35(j.folder, "map.svg");
+  const json2 = join36(j.folder, "map.json");
+  const svg = join36(j.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
@@ -41433,8 +41510,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join35(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join35(r.setup.work, name2, "checkout.index")),
+    cwd: join36(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join36(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -41473,9 +41550,9 @@ async function baseCheckout(r) {
   const first = r.j.runs[0];
   const own3 = first && r.repos.get(first.state.id);
   if (!first || !own3) return;
-  await mkdir22(r.setup.work, { recursive: true });
-  await checkoutInto(own3, first.state.base.commit, join35(r.setup.work, "base"), join35(r.setup.work, "base.index"));
-  await readOnly(join35(r.setup.work, "base"));
+  await mkdir23(r.setup.work, { recursive: true });
+  await checkoutInto(own3, first.state.base.commit, join36(r.setup.work, "base"), join36(r.setup.work, "base.index"));
+  await readOnly(join36(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -41484,7 +41561,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join35(r.setup.work, "base"),
+    cwd: join36(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -41534,7 +41611,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
+import { readFile as readFile15, writeFile as writeFile19 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -41545,8 +41622,8 @@ async function renderPng(svgFile, pngFile) {
       note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
     };
   }
-  const png = new Resvg(await readFile14(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile18(pngFile, png);
+  const png = new Resvg(await readFile15(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
+  await writeFile19(pngFile, png);
   return { file: pngFile };
 }
 
@@ -41585,7 +41662,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join36(files.folder, "map.svg"), join36(files.folder, "map.png"));
+  const png = await renderPng(join37(files.folder, "map.svg"), join37(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -41596,7 +41673,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join36(files.folder, "report.md")}
+` : ""}report:  ${join37(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -41720,7 +41797,7 @@ function capital(s) {
 }
 
 // src/local/probe.ts
-import { join as join37 } from "node:path";
+import { join as join38 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -41748,11 +41825,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join37(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join38(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join37(folder, "report.md"),
+      join38(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -41968,9 +42045,9 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir23, mkdtemp as mkdtemp6, rm as rm19 } from "node:fs/promises";
+import { mkdir as mkdir24, mkdtemp as mkdtemp6, rm as rm20 } from "node:fs/promises";
 import { tmpdir as tmpdir5 } from "node:os";
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
   usd: SMOKE_CAP_USD,
@@ -41984,7 +42061,7 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
-  const work = await mkdtemp6(join38(tmpdir5(), "forkflush-smoke-"));
+  const work = await mkdtemp6(join39(tmpdir5(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -42011,8 +42088,8 @@ async function smoke(o, io) {
         smoke: true,
         name: "smoke",
         prompt: SMOKE_PROMPT,
-        cwd: join38(work, "workspace"),
-        prepare: (cwd) => checkoutHead(top, cwd, join38(work, "smoke.index")),
+        cwd: join39(work, "workspace"),
+        prepare: (cwd) => checkoutHead(top, cwd, join39(work, "smoke.index")),
         seed: 0
       },
       allowance
@@ -42023,7 +42100,7 @@ async function smoke(o, io) {
 `);
       return 1;
     }
-    await rm19(failedLogs, { recursive: true, force: true });
+    await rm20(failedLogs, { recursive: true, force: true });
     io.stdout.write(
       `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
 ${reply.text.trim()}
@@ -42031,7 +42108,7 @@ ${reply.text.trim()}
     );
     return 0;
   } finally {
-    await rm19(work, { recursive: true, force: true });
+    await rm20(work, { recursive: true, force: true });
   }
 }
 function smokeCap(config2) {
@@ -42044,7 +42121,7 @@ async function gitTop2(dir) {
   return r.exitCode === 0 ? r.stdout.trim() : null;
 }
 async function checkoutHead(top, cwd, index) {
-  await mkdir23(cwd, { recursive: true });
+  await mkdir24(cwd, { recursive: true });
   if (!top) return;
   await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
     env: { GIT_INDEX_FILE: index }
