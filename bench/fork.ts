@@ -1,14 +1,15 @@
 // The cost of forking K = 4 workspaces of a repository with 20,000 files through forkflush's own
 // code path (a checkout by forkflush's own git, and a .git of each workspace's own that borrows
-// the objects), against a plain `cp -r` of the repository K times, in the same run.
+// the objects, as the round began), against a plain `cp -r` of the repository K times, in the same run.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../src/core/config.js';
 import { nextRound } from '../src/core/schedule.js';
 import { newRunState } from '../src/core/state.js';
 import { LocalForge } from '../src/local/forge.js';
+import { roundObjects } from '../src/local/round-objects.js';
 import { RunStore } from '../src/local/store.js';
 
 const FILES = 20_000;
@@ -62,6 +63,33 @@ for (let rep = 0; rep < REPEAT; rep++) {
   copyTimes.push((performance.now() - t) / 1000);
   rmSync(copies, { recursive: true, force: true });
 }
+// A round's view of the objects (local/round-objects.ts, made once per round, inside the fork above)
+// against `cp -al` of the same folder: the same hard links, made by coreutils.
+const viewTimes: number[] = [];
+const cpalTimes: number[] = [];
+const objects = join(repo, '.git', 'objects');
+// As a long run leaves them: the commit above was packed (gc --auto), episodes' objects are loose.
+const blobs = mkdtempSync(join(tmpdir(), 'forkflush-bench-blobs-'));
+const paths = Array.from({ length: FILES }, (_, i) => join(blobs, String(i)));
+for (const [i, p] of paths.entries()) writeFileSync(p, `an episode's file ${i}\n`);
+execFileSync('git', ['hash-object', '-w', '--stdin-paths'], { cwd: repo, input: paths.join('\n') });
+rmSync(blobs, { recursive: true, force: true });
+const loose = readdirSync(objects)
+  .filter((d) => /^[0-9a-f]{2}$/.test(d))
+  .reduce((n, d) => n + readdirSync(join(objects, d)).length, 0);
+for (let rep = 0; rep < REPEAT; rep++) {
+  const views = mkdtempSync(join(tmpdir(), 'forkflush-bench-views-'));
+  let t = performance.now();
+  await roundObjects(views, rep, objects);
+  viewTimes.push((performance.now() - t) / 1000);
+  t = performance.now();
+  execFileSync('cp', ['-al', objects, join(views, 'cp-al')]);
+  cpalTimes.push((performance.now() - t) / 1000);
+  rmSync(views, { recursive: true, force: true });
+}
+console.log(
+  `round view: ${loose} loose objects linked in ${median(viewTimes).toFixed(2)} s vs cp -al ${median(cpalTimes).toFixed(2)} s`,
+);
 rmSync(repo, { recursive: true, force: true });
 const a = median(forkTimes);
 const b = median(copyTimes);
