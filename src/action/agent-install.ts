@@ -1,8 +1,8 @@
 // The agent's CLI on a runner. A hosted runner has none, and the job's own steps cannot install
 // one for forkflush (the Action empties the workspace and checks the episode out itself), so the
-// Action installs the CLI the run's config names, at the version forkflush was tested with
-// (src/agents/clis.ts), unless agent.command points at one of the user's. npm CLIs are installed
-// with `npm install --global --prefix <dir>` (packages in <dir>/lib/node_modules, executables in
+// Action installs the CLI the run's config names, at the version forkflush was tested with (the
+// `cli` of its spec in src/agents/), unless agent.command points at one of the user's. npm CLIs are
+// installed with `npm install --global --prefix <dir>` (packages in <dir>/lib/node_modules, executables in
 // <dir>/bin: npm's "folders" documentation), aider in a virtual environment (`python3 -m venv`,
 // then its pip). No sudo, nothing outside <dir>.
 //
