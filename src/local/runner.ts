@@ -11,10 +11,12 @@ import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } fro
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { runEpisode } from '../worker/episode.js';
 import { DiskFullError, diskFull, InterruptedError } from '../worker/episode-errors.js';
+import type { SharedMachine } from '../worker/episode-input.js';
 import { SetupCache } from '../worker/setup.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
 import { writeReports } from './reports.js';
+import { EpisodeFloor } from './shared-machine.js';
 import type { RunInfo, RunStore } from './store.js';
 
 export interface DriveOptions {
@@ -83,6 +85,8 @@ class Driver {
   private done: WorkDone = NOTHING_DONE;
   private saving: Promise<void> = Promise.resolve();
   private working: Promise<void> = Promise.resolve();
+  /** The episodes in flight on this machine: a judge that timed out beside them is graded again alone. */
+  private readonly floor = new EpisodeFloor();
 
   private constructor(
     public state: RunState,
@@ -183,7 +187,10 @@ class Driver {
     const recovered = await this.o.forge.recoverResult(this.state, e, this.sealKey);
     this.state = chargeKilledStarts(this.state, e.id, recovered !== null);
     const result =
-      recovered ?? (await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting));
+      recovered ??
+      (await this.floor.run(() =>
+        runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting, this.floor),
+      ));
     if ('interrupted' in result) {
       // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
@@ -217,6 +224,7 @@ async function runOne(
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
   starting: () => Promise<void>,
+  sharedMachine: SharedMachine,
 ): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
   // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
   const abandoned = abandonedResult(roundOf(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
@@ -251,6 +259,7 @@ async function runOne(
       notes: prepared.notes,
       ...(section ? { journalSection: section } : {}),
       setupCache,
+      sharedMachine,
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       ...(o.env ? { env: o.env } : {}),

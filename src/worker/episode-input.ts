@@ -56,4 +56,14 @@ export interface EpisodeJob {
   warn?: (line: string) => void;
   /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
   judgeMachine?: JudgeMachine;
+  /** The other episodes on this machine (a local run's): a judge that timed out while one ran is graded again alone. */
+  sharedMachine?: SharedMachine;
+}
+
+/** The machine as the episodes of one local run share it (local/shared-machine.ts). */
+export interface SharedMachine {
+  /** Whether another episode was in flight at any time from now to the call of what it returns. */
+  othersSince(): () => boolean;
+  /** Runs `fn` once no other episode is in flight, none starting meanwhile; rejects if `signal` stops the wait. */
+  alone<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T>;
 }

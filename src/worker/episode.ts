@@ -207,26 +207,41 @@ async function gradeStep(
       graderSeconds: 0,
     };
   // A machine that ran short twice voids the round.
-  const g = await gradeAsJudge(
-    async () => {
-      const attempt = await judge(job, snap.tree, b.graderEnv, b.swept).catch((e: unknown): JudgeGrading => {
-        // The graded code left what stalled forkflush's git in the judge's checkout: no score.
-        if (!(e instanceof GitStalledError) || b.interrupt.aborted) throw e;
-        return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
-      });
-      // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
-      if (b.interrupt.aborted)
-        throw new InterruptedError(
-          `episode ${job.episode.id} was interrupted while judged`,
-          charge.spent,
-          charge.basis === 'estimated',
-        );
-      return attempt;
-    },
-    [job.scratchDir],
-    job.judgeMachine,
-    b.interrupt,
-  );
+  const judged = () =>
+    gradeAsJudge(
+      async () => {
+        const attempt = await judge(job, snap.tree, b.graderEnv, b.swept).catch((e: unknown): JudgeGrading => {
+          // The graded code left what stalled forkflush's git in the judge's checkout: no score.
+          if (!(e instanceof GitStalledError) || b.interrupt.aborted) throw e;
+          return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+        });
+        // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
+        if (b.interrupt.aborted)
+          throw new InterruptedError(
+            `episode ${job.episode.id} was interrupted while judged`,
+            charge.spent,
+            charge.basis === 'estimated',
+          );
+        return attempt;
+      },
+      [job.scratchDir],
+      job.judgeMachine,
+      b.interrupt,
+    );
+  const shared = job.sharedMachine;
+  const contended = shared?.othersSince();
+  let g = await judged();
+  // A time-out while other branches ran may be theirs (they can starve it of CPU): once more, alone.
+  if (g.timedOut && shared && contended?.()) {
+    const first = g.reason;
+    g = await shared.alone(judged, b.interrupt);
+    g = {
+      ...g,
+      note: [`graded again with no other branch running: the first grading (${first}) ran beside others`, g.note]
+        .filter(Boolean)
+        .join('; '),
+    };
+  }
   // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
   // Neither shows what grader.env and setup.env hold: the graded code could print it.
   const hide = judgeRedactor(job.config, b.source);

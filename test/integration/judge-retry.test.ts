@@ -13,6 +13,7 @@ import type { EpisodeResult } from '../../src/core/state.js';
 import { type WatchMachine, watchMachine } from '../../src/io/machine.js';
 import { startRun } from '../../src/local/start.js';
 import { runEpisode } from '../../src/worker/episode.js';
+import type { SharedMachine } from '../../src/worker/episode-input.js';
 import { gradeAsJudge, type JudgeGrading } from '../../src/worker/grade.js';
 import { makeTaskRepo } from './task-repo.js';
 
@@ -62,7 +63,12 @@ function fakeWatch(
 }
 
 /** One episode whose agent writes 7, judged with `grader` under `watch` (a shortage paused for `pauseMs`). */
-async function judged(grader: string, watch: WatchMachine, pauseMs = 0): Promise<EpisodeResult> {
+async function judged(
+  grader: string,
+  watch: WatchMachine,
+  pauseMs = 0,
+  sharedMachine?: SharedMachine,
+): Promise<EpisodeResult> {
   const flag = join(flags, `flag-${Math.random().toString(36).slice(2)}`);
   const repo = makeTaskRepo({
     agentCommand: 'sh agent.sh',
@@ -92,6 +98,7 @@ async function judged(grader: string, watch: WatchMachine, pauseMs = 0): Promise
     agent: agentFor(state.config),
     isolation: run.isolation,
     judgeMachine: { watch, pauseMs },
+    ...(sharedMachine ? { sharedMachine } : {}),
   });
 }
 let currentFlag = '';
@@ -238,4 +245,36 @@ describe('the watch on the machine', () => {
       expect(machineShort(r)).toEqual([]);
     },
   );
+});
+
+describe('a judge whose grader timed out', () => {
+  /** Hangs past grader.timeout (5 s) until the flag exists, then gives the score. */
+  const SLOW_GRADER = 'if [ -f "$1" ]; then cat value.txt; exit 0; fi\nsleep 30\n';
+  /** The run's other episodes as the judge sees them: `others` says whether one ran beside it. */
+  const machine = (others: boolean, calls: string[]): SharedMachine => ({
+    othersSince: () => () => others,
+    alone: async (fn) => {
+      calls.push('alone');
+      writeFileSync(currentFlag, '');
+      return fn();
+    },
+  });
+
+  it('beside other branches, is graded once more alone, and that score stands', async () => {
+    const calls: string[] = [];
+    const r = await judged(SLOW_GRADER, fakeWatch([roomy]), 0, machine(true, calls));
+    expect(calls).toEqual(['alone']);
+    expect(r.score).toBe(7);
+    expect(r.note).toMatch(
+      /graded again with no other branch running: the first grading \(the grader timed out after 5 s\) ran beside others/,
+    );
+  }, 30_000);
+
+  it('with no other branch running, is not graded again: the time-out is its own', async () => {
+    const calls: string[] = [];
+    const r = await judged(SLOW_GRADER, fakeWatch([roomy]), 0, machine(false, calls));
+    expect(calls).toEqual([]);
+    expect(r.score).toBeNull();
+    expect(r.reason).toBe('the grader timed out after 5 s');
+  }, 30_000);
 });
