@@ -9,7 +9,7 @@ import { parseConfig } from '../src/core/config.js';
 import { nextRound } from '../src/core/schedule.js';
 import { newRunState } from '../src/core/state.js';
 import { LocalForge } from '../src/local/forge.js';
-import { roundObjects } from '../src/local/round-objects.js';
+import { linkObjects, roundObjects } from '../src/local/round-objects.js';
 import { RunStore } from '../src/local/store.js';
 
 const FILES = 20_000;
@@ -80,7 +80,7 @@ const loose = readdirSync(objects)
 for (let rep = 0; rep < REPEAT; rep++) {
   const views = mkdtempSync(join(tmpdir(), 'forkflush-bench-views-'));
   let t = performance.now();
-  await roundObjects(views, rep, objects);
+  await roundObjects(views, rep, linkObjects(objects));
   viewTimes.push((performance.now() - t) / 1000);
   t = performance.now();
   execFileSync('cp', ['-al', objects, join(views, 'cp-al')]);

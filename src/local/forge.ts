@@ -13,7 +13,7 @@ import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
 import { verifySeal } from '../worker/seal.js';
-import { dropRoundObjects, type RoundObjects, roundObjects } from './round-objects.js';
+import { dropRoundObjects, linkObjects, type RoundObjects, roundObjects } from './round-objects.js';
 import type { RunStore } from './store.js';
 
 /** In the run folder: each running round's view of the repository's objects. */
@@ -146,11 +146,16 @@ export class LocalForge implements ForgeWork {
     if (!made) {
       const episodes = state.rounds[round]?.episodes ?? [];
       const begun = episodes.some((e) => e.result || e.interruptedSpent !== undefined || e.unfinishedStarts);
-      // What the round's bases reach: none of this round's work.
+      // Begun without a view, its siblings' work is among the objects, loose or packed (a gc since):
+      // a pack of what the round's bases reach holds none of it.
       const bases = [...new Set(episodes.map((e) => e.base))];
-      const reachable = async () =>
-        new Set((await own.out(['rev-list', '--objects', '--no-object-names', ...bases])).split('\n'));
-      made = roundObjects(this.store.path(ROUND_OBJECTS), round, own.objects, begun ? reachable : undefined);
+      const packBases = async (dir: string) => {
+        await mkdir(join(dir, 'pack'), { recursive: true });
+        await own.exec(['pack-objects', '--revs', '--quiet', join(dir, 'pack', 'pack')], {
+          input: `${bases.join('\n')}\n`,
+        });
+      };
+      made = roundObjects(this.store.path(ROUND_OBJECTS), round, begun ? packBases : linkObjects(own.objects));
       this.rounds.set(round, made);
     }
     return made;

@@ -11,34 +11,34 @@ import { isAbsolute, join, resolve } from 'node:path';
 export type RoundObjects = { dir: string } | { note: string };
 
 /**
- * The round's folder under `root`, made from `objects` the first time (atomically: a crash leaves
- * no half-made one in use). `reachable`, for a round already begun without one (a run resumed by
- * a release that made none), gives the only loose objects it keeps: its siblings' work, results
- * and trees never committed alike, is loose.
+ * The round's folder under `root`, made by `fill` the first time (atomically: a crash leaves no
+ * half-made one in use): `linkObjects` at the round's start; for a round already begun without one
+ * (a run resumed by a release that made none), a pack of what its bases reach (local/forge.ts).
  */
 export async function roundObjects(
   root: string,
   round: number,
-  objects: string,
-  reachable?: () => Promise<Set<string>>,
+  fill: (dir: string) => Promise<void>,
 ): Promise<RoundObjects> {
   const dir = join(root, `round-${round}`);
   if ((await readdir(dir).catch(() => null)) !== null) return { dir };
   const partial = `${dir}.partial`;
   try {
     await rm(partial, { recursive: true, force: true });
-    await linkTree(objects, partial, objects);
-    if (reachable) await keepOnly(partial, await reachable());
+    await fill(partial);
     await rename(partial, dir);
     return { dir };
   } catch (e) {
     await rm(partial, { recursive: true, force: true }).catch(() => {});
-    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message.split('\n')[0];
     return {
       note: `the repository's objects could not be linked into the run folder (${why}): this episode could read its siblings' work of this round`,
     };
   }
 }
+
+/** Fills a round's folder with hard links to every file of `objects`. */
+export const linkObjects = (objects: string) => (dir: string) => linkTree(objects, dir, objects);
 
 /** Removes a settled round's folder (and one left half-made). */
 export async function dropRoundObjects(root: string, round: number): Promise<void> {
@@ -71,11 +71,4 @@ async function linkTree(from: string, to: string, objects: string): Promise<void
       });
     }),
   );
-}
-
-/** Removes the loose objects of `dir` that are not in `keep`. */
-async function keepOnly(dir: string, keep: Set<string>): Promise<void> {
-  for (const fan of (await readdir(dir)).filter((d) => /^[0-9a-f]{2}$/.test(d)))
-    for (const rest of await readdir(join(dir, fan)))
-      if (!keep.has(fan + rest)) await rm(join(dir, fan, rest), { force: true });
 }

@@ -5,7 +5,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dropRoundObjects, roundObjects } from '../../src/local/round-objects.js';
+import { dropRoundObjects, linkObjects, roundObjects } from '../../src/local/round-objects.js';
 
 async function repo() {
   const dir = await mkdtemp(join(tmpdir(), 'forkflush-round-objects-'));
@@ -30,33 +30,31 @@ async function repo() {
 describe('roundObjects', () => {
   it('links the objects as they are when first asked; what is written later is not in it, asked again or not', async () => {
     const r = await repo();
-    const view = await roundObjects(r.root, 3, r.objects);
+    const view = await roundObjects(r.root, 3, linkObjects(r.objects));
     if (!('dir' in view)) throw new Error(view.note);
     expect(view.dir).toBe(join(r.root, 'round-3'));
     expect(r.has(view.dir, r.base)).toBe(true);
     const later = r.blob('a sibling wrote this\n');
     expect(r.has(r.objects, later)).toBe(true);
     expect(r.has(view.dir, later)).toBe(false);
-    expect(await roundObjects(r.root, 3, r.objects)).toEqual(view);
+    expect(await roundObjects(r.root, 3, linkObjects(r.objects))).toEqual(view);
     expect(r.has(view.dir, later)).toBe(false);
     await dropRoundObjects(r.root, 3);
     expect(existsSync(view.dir)).toBe(false);
   });
 
-  it('keeps only the loose objects `reachable` names, for a round begun without a view', async () => {
+  it('leaves nothing half-made when its filling fails, and says why', async () => {
     const r = await repo();
-    const sibling = r.blob('a sibling result\n');
-    const view = await roundObjects(
-      r.root,
-      0,
-      r.objects,
-      async () => new Set(r.git('rev-list', '--objects', '--no-object-names', r.base).split('\n')),
-    );
-    if (!('dir' in view)) throw new Error(view.note);
-    expect(r.has(view.dir, r.base)).toBe(true);
-    expect(r.has(view.dir, r.git('rev-parse', 'HEAD:a.txt'))).toBe(true);
-    expect(r.has(view.dir, sibling)).toBe(false);
-    expect(r.has(r.objects, sibling)).toBe(true);
+    const view = await roundObjects(r.root, 0, async (dir) => {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'half'), '');
+      throw new Error('pack-objects died\nmore');
+    });
+    expect(view).toEqual({
+      note: expect.stringContaining('could not be linked into the run folder (pack-objects died)'),
+    });
+    expect(existsSync(join(r.root, 'round-0'))).toBe(false);
+    expect(existsSync(join(r.root, 'round-0.partial'))).toBe(false);
   });
 
   it("names a clone's alternates by their absolute paths (a relative one is relative to the objects folder)", async () => {
@@ -64,7 +62,7 @@ describe('roundObjects', () => {
     const other = join(r.dir, 'elsewhere', 'objects');
     mkdirSync(other, { recursive: true });
     writeFileSync(join(r.objects, 'info', 'alternates'), '# a comment\n../elsewhere/objects\n');
-    const view = await roundObjects(r.root, 0, r.objects);
+    const view = await roundObjects(r.root, 0, linkObjects(r.objects));
     if (!('dir' in view)) throw new Error(view.note);
     expect(readFileSync(join(view.dir, 'info', 'alternates'), 'utf8')).toBe(
       join(r.dir, '.git', 'elsewhere', 'objects'),
@@ -74,7 +72,7 @@ describe('roundObjects', () => {
   it('says so, and leaves nothing half-made, when the view cannot be made', async () => {
     const r = await repo();
     writeFileSync(r.root, 'a file where the views folder would be\n');
-    const view = await roundObjects(r.root, 0, r.objects);
+    const view = await roundObjects(r.root, 0, linkObjects(r.objects));
     expect(view).toEqual({
       note: expect.stringMatching(
         /could not be linked into the run folder \(ENOTDIR\): this episode could read its siblings' work/,
