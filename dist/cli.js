@@ -38318,7 +38318,7 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
       reason: `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`,
       graderSeconds: 0
     };
-  const g = await gradeAsJudge(
+  const judged2 = () => gradeAsJudge(
     async () => {
       const attempt2 = await judge(job, snap.tree, b.graderEnv, b.swept).catch((e) => {
         if (!(e instanceof GitStalledError) || b.interrupt.aborted) throw e;
@@ -38336,6 +38336,17 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
     job.judgeMachine,
     b.interrupt
   );
+  const shared = job.sharedMachine;
+  const contended = shared?.othersSince();
+  let g = await judged2();
+  if (g.timedOut && shared && contended?.()) {
+    const first = g.reason;
+    g = await shared.alone(judged2, b.interrupt);
+    g = {
+      ...g,
+      note: [`graded again with no other branch running: the first grading (${first}) ran beside others`, g.note].filter(Boolean).join("; ")
+    };
+  }
   const hide2 = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
 ${g.stdout}${g.stderr}`;
@@ -38392,6 +38403,68 @@ function resultOf2(job, r) {
   };
 }
 
+// src/local/shared-machine.ts
+var EpisodeFloor = class {
+  inFlight = 0;
+  /** Episodes ever entered: a window that sees this move saw another episode start. */
+  entered = 0;
+  /** Closed while a judge waits for the machine or has it. */
+  gate = null;
+  /** One judge alone at a time. */
+  queue = Promise.resolve();
+  idle = [];
+  /** Runs an episode, once no judge has the machine alone or waits for it. */
+  async run(episode2) {
+    while (this.gate) await this.gate;
+    this.inFlight++;
+    this.entered++;
+    try {
+      return await episode2();
+    } finally {
+      this.leave();
+    }
+  }
+  othersSince() {
+    const [others, entered] = [this.inFlight > 1, this.entered];
+    return () => others || this.entered > entered;
+  }
+  async alone(fn, signal) {
+    this.leave();
+    const turn = this.queue;
+    let done = () => {
+    };
+    this.queue = new Promise((resolve7) => {
+      done = resolve7;
+    });
+    let open4 = () => {
+    };
+    try {
+      await turn;
+      this.gate = new Promise((resolve7) => {
+        open4 = resolve7;
+      });
+      while (this.inFlight > 0 && !signal.aborted) await this.idleOr(signal);
+      if (signal.aborted) throw new Error("stopped while waiting to be judged alone");
+      return await fn();
+    } finally {
+      this.gate = null;
+      open4();
+      this.inFlight++;
+      done();
+    }
+  }
+  leave() {
+    this.inFlight--;
+    if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
+  }
+  idleOr(signal) {
+    return new Promise((resolve7) => {
+      this.idle.push(resolve7);
+      signal.addEventListener("abort", () => resolve7(), { once: true });
+    });
+  }
+};
+
 // src/local/runner.ts
 async function drive(initial, o) {
   const release2 = await o.store.lock();
@@ -38443,6 +38516,8 @@ var Driver = class _Driver {
   done = NOTHING_DONE;
   saving = Promise.resolve();
   working = Promise.resolve();
+  /** The episodes in flight on this machine: a judge that timed out beside them is graded again alone. */
+  floor = new EpisodeFloor();
   static async open(initial, options) {
     const halt = new AbortController();
     const o = {
@@ -38525,7 +38600,9 @@ var Driver = class _Driver {
     const ended = (s) => started ? takeBackStart(s, e.id) : s;
     const recovered = await this.o.forge.recoverResult(this.state, e, this.sealKey);
     this.state = chargeKilledStarts(this.state, e.id, recovered !== null);
-    const result = recovered ?? await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
+    const result = recovered ?? await this.floor.run(
+      () => runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting, this.floor)
+    );
     if ("interrupted" in result) {
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
       if (result.problem) {
@@ -38545,7 +38622,7 @@ var Driver = class _Driver {
 function roundOf2(state, index) {
   return state.rounds.find((r) => r.index === index);
 }
-async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
+async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMachine) {
   const abandoned = abandonedResult(roundOf2(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
   if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
@@ -38577,6 +38654,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
       notes: prepared.notes,
       ...section ? { journalSection: section } : {},
       setupCache,
+      sharedMachine,
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {},
       ...o.env ? { env: o.env } : {},
@@ -38619,25 +38697,25 @@ import { dirname as dirname10, isAbsolute as isAbsolute5, join as join23, resolv
 // src/local/round-objects.ts
 import { link, mkdir as mkdir13, readdir as readdir9, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
 import { isAbsolute as isAbsolute4, join as join22, resolve as resolve3 } from "node:path";
-async function roundObjects(root, round2, objects, reachable) {
+async function roundObjects(root, round2, fill) {
   const dir = join22(root, `round-${round2}`);
   if (await readdir9(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
     await rm13(partial2, { recursive: true, force: true });
-    await linkTree(objects, partial2, objects);
-    if (reachable) await keepOnly(partial2, await reachable());
+    await fill(partial2);
     await rename6(partial2, dir);
     return { dir };
   } catch (e) {
     await rm13(partial2, { recursive: true, force: true }).catch(() => {
     });
-    const why = e.code ?? e.message;
+    const why = e.code ?? e.message.split("\n")[0];
     return {
       note: `the repository's objects could not be linked into the run folder (${why}): this episode could read its siblings' work of this round`
     };
   }
 }
+var linkObjects = (objects) => (dir) => linkTree(objects, dir, objects);
 async function dropRoundObjects(root, round2) {
   for (const dir of [join22(root, `round-${round2}`), join22(root, `round-${round2}.partial`)])
     await rm13(dir, { recursive: true, force: true });
@@ -38664,11 +38742,6 @@ async function linkTree(from, to, objects) {
       });
     })
   );
-}
-async function keepOnly(dir, keep) {
-  for (const fan of (await readdir9(dir)).filter((d) => /^[0-9a-f]{2}$/.test(d)))
-    for (const rest of await readdir9(join22(dir, fan)))
-      if (!keep.has(fan + rest)) await rm13(join22(dir, fan, rest), { force: true });
 }
 
 // src/local/forge.ts
@@ -38778,8 +38851,14 @@ var LocalForge = class {
       const episodes = state.rounds[round2]?.episodes ?? [];
       const begun = episodes.some((e) => e.result || e.interruptedSpent !== void 0 || e.unfinishedStarts);
       const bases = [...new Set(episodes.map((e) => e.base))];
-      const reachable = async () => new Set((await own3.out(["rev-list", "--objects", "--no-object-names", ...bases])).split("\n"));
-      made = roundObjects(this.store.path(ROUND_OBJECTS), round2, own3.objects, begun ? reachable : void 0);
+      const packBases = async (dir) => {
+        await mkdir14(join23(dir, "pack"), { recursive: true });
+        await own3.exec(["pack-objects", "--revs", "--quiet", join23(dir, "pack", "pack")], {
+          input: `${bases.join("\n")}
+`
+        });
+      };
+      made = roundObjects(this.store.path(ROUND_OBJECTS), round2, begun ? packBases : linkObjects(own3.objects));
       this.rounds.set(round2, made);
     }
     return made;
