@@ -51275,7 +51275,7 @@ function resumableFailure(kind) {
 }
 
 // src/core/resources.ts
-var RESOURCES = ["processes", "memory", "disk"];
+var RESOURCES = ["processes", "memory", "disk", "files"];
 
 // src/core/state.ts
 var EPISODE_EXITS = [

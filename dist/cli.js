@@ -29336,7 +29336,8 @@ function retryWait(failedTries, failure3, seed) {
 }
 
 // src/core/resources.ts
-var RESOURCES = ["processes", "memory", "disk"];
+var RESOURCES = ["processes", "memory", "disk", "files"];
+var SAID = { processes: "processes", memory: "memory", disk: "disk", files: "open files" };
 function machineShort(r) {
   const short = [];
   if (r.tasksPeak !== null && r.taskCapacity !== null) {
@@ -29346,6 +29347,9 @@ function machineShort(r) {
   if ((r.oomKills ?? 0) > 0 || lowMemory) short.push("memory");
   if (r.diskFreeMin !== null && r.diskFreeMin < DISK_FULL_BELOW_BYTES || r.inodesFreeMin !== null && r.inodesFreeMin < DISK_FULL_BELOW_INODES)
     short.push("disk");
+  if (r.filesPeak !== null && r.fileCapacity !== null) {
+    if (r.fileCapacity - r.filesPeak < Math.max(1024, r.fileCapacity / 100)) short.push("files");
+  }
   return short;
 }
 var SIGNS = [
@@ -29356,7 +29360,9 @@ var SIGNS = [
   ["memory", /Cannot allocate memory|\bENOMEM\b|MemoryError|out of memory|OutOfMemoryError|std::bad_alloc/i],
   // A shell's word for a child killed by SIGKILL, which the OOM killer sends.
   ["memory", /(^|\s)Killed(\s|$)/m],
-  ["disk", /No space left on device|\bENOSPC\b|Disk quota exceeded|\bEDQUOT\b/i]
+  ["disk", /No space left on device|\bENOSPC\b|Disk quota exceeded|\bEDQUOT\b/i],
+  // The machine's table, not a process's own limit (EMFILE, "Too many open files").
+  ["files", /Too many open files in system|\bENFILE\b/i]
 ];
 function resourceSigns(output2, signal) {
   const signs = [...new Set(SIGNS.filter(([, re]) => re.test(output2)).map(([r]) => r))];
@@ -29375,7 +29381,7 @@ function settleJudge(first, second) {
   if (blamed) {
     return {
       score: null,
-      reason: `the machine ran out of ${blamed} while the judge graded this branch, twice (${second.reason ?? "no score"}): the round is void`,
+      reason: `the machine ran out of ${SAID[blamed]} while the judge graded this branch, twice (${second.reason ?? "no score"}): the round is void`,
       note: `graded twice: the first grading failed too (${firstWhy})`,
       machineShort: blamed
     };
@@ -29383,13 +29389,13 @@ function settleJudge(first, second) {
   const own3 = second.signs[0];
   return {
     score: null,
-    reason: `${second.reason ?? "no score"}${own3 ? ` (for want of ${own3}, within this branch's own limits: the machine had room)` : ""}`,
+    reason: `${second.reason ?? "no score"}${own3 ? ` (for want of ${SAID[own3]}, within this branch's own limits: the machine had room)` : ""}`,
     note: `graded twice: the first grading failed too (${firstWhy})`
   };
 }
 function describeWant(a) {
-  if (a.short.length > 0) return `; the machine was short of ${a.short.join(" and ")}`;
-  return a.signs.length > 0 ? `; its output points at ${a.signs.join(" and ")}` : "";
+  if (a.short.length > 0) return `; the machine was short of ${a.short.map((r) => SAID[r]).join(" and ")}`;
+  return a.signs.length > 0 ? `; its output points at ${a.signs.map((r) => SAID[r]).join(" and ")}` : "";
 }
 
 // src/core/state.ts
@@ -37273,13 +37279,20 @@ var watchMachine = (paths) => {
     memAvailableMin: null,
     memTotal: meminfo("MemTotal"),
     diskFreeMin: null,
-    inodesFreeMin: null
+    inodesFreeMin: null,
+    filesPeak: null,
+    fileCapacity: null
   };
   const min = (a, b) => b === null ? a : a === null ? b : Math.min(a, b);
   const sample = () => {
     const tasks = loadavgTasks();
     if (tasks !== null) r.tasksPeak = Math.max(r.tasksPeak ?? 0, tasks);
     r.memAvailableMin = min(r.memAvailableMin, meminfo("MemAvailable"));
+    const [open4, unused, max] = (read("/proc/sys/fs/file-nr") ?? "").trim().split(/\s+/).map(Number);
+    if (Number.isFinite(open4) && Number.isFinite(unused) && Number.isFinite(max) && max > 0) {
+      r.filesPeak = Math.max(r.filesPeak ?? 0, open4 - unused);
+      r.fileCapacity = max;
+    }
     for (const p of paths) {
       try {
         const s = statfsSync(p);

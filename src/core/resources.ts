@@ -1,7 +1,7 @@
 // A judge's grading that failed for want of a resource: whose failure was it? Each sandbox has
 // a process limit of its own (io/accounts.ts), so a grader that cannot fork hit its own limit,
 // the branch's own doing, unless the machine itself ran out (its process table, its memory, its
-// disk: no sandbox has a memory or disk limit of its own). The grader's words cannot decide it:
+// disk, its open-file table: no sandbox has a limit of its own on those). The grader's words cannot decide it:
 // the graded code is the agent's and can print "Resource temporarily unavailable" on purpose to
 // have the round voided. So words only earn one more try; what forkflush measured outside the
 // sandbox while the judge ran decides: the machine short -> the round is void (no winner, the
@@ -9,8 +9,10 @@
 import { DISK_FULL_BELOW_BYTES, DISK_FULL_BELOW_INODES } from './bounds.js';
 
 /** What a grader can run out of. */
-export type Resource = 'processes' | 'memory' | 'disk';
-export const RESOURCES = ['processes', 'memory', 'disk'] as const satisfies readonly Resource[];
+export type Resource = 'processes' | 'memory' | 'disk' | 'files';
+export const RESOURCES = ['processes', 'memory', 'disk', 'files'] as const satisfies readonly Resource[];
+/** How messages name each. */
+const SAID: Record<Resource, string> = { processes: 'processes', memory: 'memory', disk: 'disk', files: 'open files' };
 
 /** What forkflush saw of the machine while a judge ran (null: not known here). */
 export interface MachineReadings {
@@ -25,6 +27,9 @@ export interface MachineReadings {
   /** The least free space and free inodes on the judge's filesystems. */
   diskFreeMin: number | null;
   inodesFreeMin: number | null;
+  /** The most files open on the machine at once, and how many it can have open (/proc/sys/fs/file-nr). */
+  filesPeak: number | null;
+  fileCapacity: number | null;
 }
 
 export const NO_READINGS: MachineReadings = {
@@ -35,6 +40,8 @@ export const NO_READINGS: MachineReadings = {
   memTotal: null,
   diskFreeMin: null,
   inodesFreeMin: null,
+  filesPeak: null,
+  fileCapacity: null,
 };
 
 /**
@@ -53,6 +60,9 @@ export function machineShort(r: MachineReadings): Resource[] {
     (r.inodesFreeMin !== null && r.inodesFreeMin < DISK_FULL_BELOW_INODES)
   )
     short.push('disk');
+  if (r.filesPeak !== null && r.fileCapacity !== null) {
+    if (r.fileCapacity - r.filesPeak < Math.max(1024, r.fileCapacity / 100)) short.push('files');
+  }
   return short;
 }
 
@@ -65,6 +75,8 @@ const SIGNS: [Resource, RegExp][] = [
   // A shell's word for a child killed by SIGKILL, which the OOM killer sends.
   ['memory', /(^|\s)Killed(\s|$)/m],
   ['disk', /No space left on device|\bENOSPC\b|Disk quota exceeded|\bEDQUOT\b/i],
+  // The machine's table, not a process's own limit (EMFILE, "Too many open files").
+  ['files', /Too many open files in system|\bENFILE\b/i],
 ];
 
 /** The resources a failed grading's output (or a SIGKILL, the OOM killer's signal) points at. */
@@ -128,7 +140,7 @@ export function settleJudge(first: JudgeAttempt, second: JudgeAttempt): JudgeVer
   if (blamed) {
     return {
       score: null,
-      reason: `the machine ran out of ${blamed} while the judge graded this branch, twice (${second.reason ?? 'no score'}): the round is void`,
+      reason: `the machine ran out of ${SAID[blamed]} while the judge graded this branch, twice (${second.reason ?? 'no score'}): the round is void`,
       note: `graded twice: the first grading failed too (${firstWhy})`,
       machineShort: blamed,
     };
@@ -136,12 +148,12 @@ export function settleJudge(first: JudgeAttempt, second: JudgeAttempt): JudgeVer
   const own = second.signs[0];
   return {
     score: null,
-    reason: `${second.reason ?? 'no score'}${own ? ` (for want of ${own}, within this branch's own limits: the machine had room)` : ''}`,
+    reason: `${second.reason ?? 'no score'}${own ? ` (for want of ${SAID[own]}, within this branch's own limits: the machine had room)` : ''}`,
     note: `graded twice: the first grading failed too (${firstWhy})`,
   };
 }
 
 function describeWant(a: JudgeAttempt): string {
-  if (a.short.length > 0) return `; the machine was short of ${a.short.join(' and ')}`;
-  return a.signs.length > 0 ? `; its output points at ${a.signs.join(' and ')}` : '';
+  if (a.short.length > 0) return `; the machine was short of ${a.short.map((r) => SAID[r]).join(' and ')}`;
+  return a.signs.length > 0 ? `; its output points at ${a.signs.map((r) => SAID[r]).join(' and ')}` : '';
 }

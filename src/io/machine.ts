@@ -25,12 +25,20 @@ export const watchMachine: WatchMachine = (paths) => {
     memTotal: meminfo('MemTotal'),
     diskFreeMin: null,
     inodesFreeMin: null,
+    filesPeak: null,
+    fileCapacity: null,
   };
   const min = (a: number | null, b: number | null) => (b === null ? a : a === null ? b : Math.min(a, b));
   const sample = () => {
     const tasks = loadavgTasks();
     if (tasks !== null) r.tasksPeak = Math.max(r.tasksPeak ?? 0, tasks);
     r.memAvailableMin = min(r.memAvailableMin, meminfo('MemAvailable'));
+    // "allocated unused max": the machine's open files, and how many it may have.
+    const [open, unused, max] = (read('/proc/sys/fs/file-nr') ?? '').trim().split(/\s+/).map(Number);
+    if (Number.isFinite(open) && Number.isFinite(unused) && Number.isFinite(max) && (max as number) > 0) {
+      r.filesPeak = Math.max(r.filesPeak ?? 0, (open as number) - (unused as number));
+      r.fileCapacity = max as number;
+    }
     for (const p of paths) {
       try {
         const s = statfsSync(p);

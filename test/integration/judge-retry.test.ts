@@ -229,7 +229,7 @@ describe('a judge forkflush could not start', () => {
 
 describe('the watch on the machine', () => {
   it.skipIf(process.platform !== 'linux')(
-    "reads this machine's tasks, OOM kills, memory and disk, and finds it not short",
+    "reads this machine's tasks, OOM kills, memory, disk and open files, and finds it not short",
     async () => {
       const w = watchMachine([flags]);
       await new Promise((resolve) => setTimeout(resolve, 450));
@@ -242,6 +242,9 @@ describe('the watch on the machine', () => {
       expect(r.memTotal).toBeGreaterThan(0);
       expect(r.memAvailableMin).toBeGreaterThan(0);
       expect(r.diskFreeMin).toBeGreaterThan(0);
+      const fileMax = Number(readFileSync('/proc/sys/fs/file-nr', 'utf8').trim().split(/\s+/)[2]);
+      expect(r.fileCapacity).toBe(fileMax);
+      expect(r.filesPeak).toBeGreaterThan(0);
       expect(machineShort(r)).toEqual([]);
     },
   );

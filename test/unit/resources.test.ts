@@ -21,6 +21,8 @@ const roomy: MachineReadings = {
   memTotal: 24 * GB,
   diskFreeMin: 50 * GB,
   inodesFreeMin: 1_000_000,
+  filesPeak: 20_000,
+  fileCapacity: 2_466_290,
 };
 
 const eagain = 'sh: 1: Cannot fork\ngrade.sh: fork: retry: Resource temporarily unavailable';
@@ -54,6 +56,12 @@ describe('what the machine ran short of', () => {
     expect(machineShort({ ...roomy, diskFreeMin: 10 * 1024 * 1024 })).toEqual(['disk']);
     expect(machineShort({ ...roomy, inodesFreeMin: 12 })).toEqual(['disk']);
   });
+
+  it("files when the machine's open-file table had under 1% (at least 1024) free", () => {
+    expect(machineShort({ ...roomy, filesPeak: 2_466_290 - 1000 })).toEqual(['files']);
+    expect(machineShort({ ...roomy, filesPeak: 2_466_290 - 30_000 })).toEqual([]);
+    expect(machineShort({ ...roomy, fileCapacity: 65_536, filesPeak: 64_600 })).toEqual(['files']);
+  });
 });
 
 describe("what a failed grader's output points at", () => {
@@ -73,6 +81,12 @@ describe("what a failed grader's output points at", () => {
     expect(resourceSigns('Killed', null)).toEqual(['memory']);
     expect(resourceSigns('cp: error writing out.bin: No space left on device', null)).toEqual(['disk']);
     expect(resourceSigns('AssertionError: 3 != 4', null)).toEqual([]);
+  });
+
+  it("files by the kernel's words for the machine's table (ENFILE), never a process's own limit (EMFILE)", () => {
+    expect(resourceSigns('OSError: [Errno 23] Too many open files in system', null)).toEqual(['files']);
+    expect(resourceSigns('Error: ENFILE: file table overflow, open', null)).toEqual(['files']);
+    expect(resourceSigns('OSError: [Errno 24] Too many open files', null)).toEqual([]);
   });
 
   it("memory when the grader was killed by SIGKILL (the OOM killer's signal)", () => {
@@ -116,6 +130,12 @@ describe('the verdict after two tries', () => {
     // Killed by the OOM killer twice, with an OOM kill seen each time.
     const oom = attempt({ signs: ['memory'], short: ['memory'], reason: 'the grader was killed by SIGKILL' });
     expect(settleJudge(oom, oom).machineShort).toBe('memory');
+    // The machine's open-file table full twice (a sibling opened all it could).
+    const files = attempt({ signs: ['files'], short: ['files'], reason: 'the grader exited with code 1' });
+    expect(settleJudge(files, files)).toMatchObject({
+      machineShort: 'files',
+      reason: expect.stringMatching(/^the machine ran out of open files while the judge graded this branch, twice/),
+    });
   });
 
   it("keeps a failure the machine had room for as the branch's own, whatever the output says", () => {
