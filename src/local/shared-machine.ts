@@ -1,6 +1,6 @@
 // The episodes of a local run that share one machine, and a judge's wait to have it to itself.
 // Nothing bounds a sandbox's CPU, so a branch can starve its sibling's judge until the grader
-// times out (test/attacks/round6-siblings.test.ts): a judge whose grader timed out while another
+// times out (test/attacks/round3-neighbours.test.ts): a judge whose grader timed out while another
 // episode ran is graded once more alone (worker/episode.ts gradeStep). It then waits for the
 // episodes in flight to end, and no new one starts until it is done.
 import type { SharedMachine } from '../worker/episode-input.js';

@@ -34,13 +34,17 @@ const isRoot = process.getuid?.() === 0;
 if (!isRoot) console.warn('\n!!!!!!!! the ordinary-user neighbour test needs root to switch user: SKIPPED !!!!!!!!\n');
 
 /** One fork round of two branches, run side by side, and nothing after it. */
+const TWO_BRANCHES = {
+  strategy: 'fork-and-flush',
+  budget: 'total: 12\n  unit: tokens\n  episode: 6',
+  extra: 'fork: {branches: 2, at: [], branch_budget: 0.5}',
+};
+
 function stormRepo(weapon: 'tasks' | 'sockets', dir?: string): AttackRepo {
   return makeAttackRepo({
     agent: `sh {fx}/round3-storm.sh {logs} 12 ${weapon}`,
     grader: CAT_GRADER,
-    strategy: 'fork-and-flush',
-    budget: 'total: 12\n  unit: tokens\n  episode: 6',
-    extra: 'fork: {branches: 2, at: [], branch_budget: 0.5}',
+    ...TWO_BRANCHES,
     agentTimeout: 150,
     graderTimeout: 30,
     ...(dir ? { dir } : {}),
@@ -185,21 +189,127 @@ describeSandboxed("a branch copying its sibling's result of the same round", () 
     expectNoCopy(repo, state);
   });
 
-  it('cannot read it after a resume either, when the round was begun by a release that kept no view', async () => {
-    const repo = copyRepo();
-    const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-12-05T10:00:00Z'), concurrency: 2 });
-    // Stopped once r0.b0's result is recorded, with r0.b1 still waiting: r0.b1 runs again on resume.
-    const stop = new AbortController();
-    const first = await drive(run.state, {
-      ...run,
-      signal: stop.signal,
-      onEvent: (e) => e.type === 'episode-done' && e.episode.id === 'r0.b0' && stop.abort(),
+  it.each([
+    ['', false],
+    // The user's git packed the loose objects in between (git gc, git maintenance): the sibling's
+    // result is then in a pack, which a view that linked every pack whole would hold.
+    [', the repository repacked since', true],
+  ])(
+    'cannot read it after a resume either, when the round was begun by a release that kept no view%s',
+    async (_, repack) => {
+      const repo = copyRepo();
+      const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-12-05T10:00:00Z'), concurrency: 2 });
+      // Stopped once r0.b0's result is recorded, with r0.b1 still waiting: r0.b1 runs again on resume.
+      const stop = new AbortController();
+      const first = await drive(run.state, {
+        ...run,
+        signal: stop.signal,
+        onEvent: (e) => e.type === 'episode-done' && e.episode.id === 'r0.b0' && stop.abort(),
+      });
+      expect(first.interrupted).toBe(true);
+      rmSync(run.store.path('round-objects'), { recursive: true, force: true });
+      if (repack) repo.git('repack', '-a', '-d', '-q');
+      writeFileSync(join(repo.logs, 'b0-committed'), '');
+      const again = await openRun(repo.dir);
+      const { state } = await drive(again.state, again);
+      expectNoCopy(repo, state);
+    },
+  );
+});
+
+// Round 6 (a helper session's attacks on one round's siblings). Each asserts the honest outcome:
+// - the CPU: a branch starves its sibling's judge until the sibling's grader times out (it knows
+//   when: inotify on the base's grader blob, whose inode its borrowed objects share). The judge
+//   is then graded again alone (local/shared-machine.ts); before, the attacker won the round;
+// - the objects the round borrows (hard links to the repository's own, bound read-only): written,
+//   truncated, removed, their folder filled, to spoil the base blobs the sibling's judge reads;
+// - what the kernel shares between sandboxes rather than a folder: /dev/shm, /tmp, home, SysV
+//   IPC, abstract Unix sockets, loopback ports, /proc, the hostname.
+// Not held, and said in the README ("What it does not do"): two branches that cooperate can
+// signal each other through the kernel they share (file locks on the read-only files both see,
+// inotify on them, the load), and a branch can tell when its sibling is judged and which of the
+// base's files it changed; neither moves a score.
+
+/** Two branches of one round running `fixture <logs>`, graded by the task's own grade.sh. */
+const siblingsRepo = (fixture: string, o: { agentTimeout?: number } = {}) =>
+  makeAttackRepo({ agent: `sh {fx}/${fixture} {logs}`, grader: 'sh grade.sh', ...TWO_BRANCHES, ...o });
+
+/** The honest sibling r0.b0 was judged its 9 and won the round. */
+function expectJudgedSiblingWins(state: RunState, how: string) {
+  const { round, b0 } = episodes(state);
+  expect(b0?.result?.score, how).toBe(9);
+  expect(round?.decision?.winner, how).toBe('r0.b0');
+}
+
+function episodes(state: RunState) {
+  const round = state.rounds[0];
+  const [b0, b1] = round?.episodes ?? [];
+  return { round, b0, b1 };
+}
+
+describeSandboxed('a branch that starves its sibling of CPU while the sibling is judged', () => {
+  it('cannot win: the sibling, graded live within its time, is judged again alone after the time-out, and wins', async () => {
+    const repo = makeAttackRepo({
+      agent: 'sh {fx}/round6-cpu-storm.sh {logs} 48 15',
+      files: {
+        // An honest grader with a little work to do: about 0.6 s of CPU on an idle machine.
+        'grade.sh':
+          "# The honest grader: some work, then the number in value.txt.\nawk 'BEGIN { for (i = 0; i < 18000000; i++) s += i }'\ncat value.txt 2>/dev/null || echo 0\n",
+      },
+      graderTimeout: 5,
+      agentTimeout: 60,
+      ...TWO_BRANCHES,
     });
-    expect(first.interrupted).toBe(true);
-    rmSync(run.store.path('round-objects'), { recursive: true, force: true });
-    writeFileSync(join(repo.logs, 'b0-committed'), '');
-    const again = await openRun(repo.dir);
-    const { state } = await drive(again.state, again);
-    expectNoCopy(repo, state);
-  });
+    const { state } = await runLocal(repo, { concurrency: 2 });
+    const { round, b0, b1 } = episodes(state);
+    const [from, to] = log(repo, 'b0-graded-times').split(' ').map(Number);
+    const how = `b0 live grading took ${((to ?? 0) - (from ?? 0)).toFixed(2)} s and printed ${JSON.stringify(log(repo, 'b0-graded'))}; storm up ${log(repo, 'storm-up')} end ${log(repo, 'storm-end')}; b0 ${JSON.stringify({ score: b0?.result?.score, reason: b0?.result?.reason })}; b1 ${JSON.stringify({ score: b1?.result?.score })}; decision ${JSON.stringify(round?.decision)}`;
+    // The grader fits its time on this machine: the sibling's own live grading printed 9 in it.
+    expect(log(repo, 'b0-graded').split('\n').at(-1), how).toBe('9');
+    expect(log(repo, 'storm-up'), how).not.toBe('');
+    expect(b1?.result?.score, how).toBe(3);
+    // The honest outcome: the sibling's judge is not starved into a time-out, and it wins.
+    expectJudgedSiblingWins(state, how);
+  }, 120_000);
+});
+
+describeSandboxed("a branch that goes for the objects its round borrows, to spoil its sibling's", () => {
+  it('cannot write, truncate, remove or add to them: the repository stays whole and the sibling wins', async () => {
+    const repo = siblingsRepo('round6-objects-tamper.sh');
+    const gitDir = join(repo.dir, '.git');
+    const blobs = ['grade.sh', 'value.txt'].map((f) => repo.git('rev-parse', `HEAD:${f}`));
+    const { state } = await runLocal(repo, { concurrency: 2 });
+    const { b0, b1 } = episodes(state);
+    const tamper = log(repo, 'tamper.log');
+    const how = `tamper.log:\n${tamper}\nb0 ${JSON.stringify(b0?.result)}`;
+    expect(tamper, how).toContain('view /');
+    expect(tamper, how).toContain('failed: truncate');
+    expect(tamper, how).not.toContain('SUCCEEDED');
+    // The repository's objects are whole: the base's blobs, every result.
+    const fsck = spawnSync('git', [`--git-dir=${gitDir}`, 'fsck', '--full', '--no-dangling'], { encoding: 'utf8' });
+    expect(fsck.status, `${how}\n${fsck.stdout}${fsck.stderr}`).toBe(0);
+    expect(blobs.map((b) => repo.git('cat-file', '-t', b))).toEqual(['blob', 'blob']);
+    expect(showFile(gitDir, b0?.result?.commit ?? '', 'grade.sh')).toContain('The honest grader');
+    // The attacker's own git still worked (its gc and repack touched only its own .git).
+    expect(showFile(gitDir, b1?.result?.commit ?? '', 'value.txt')).toBe('3\n');
+    expectJudgedSiblingWins(state, how);
+  }, 60_000);
+});
+
+describeSandboxed('what the kernel shares between two sandboxes of one round', () => {
+  it('a branch finds nothing its sibling leaves in /dev/shm, /tmp, home, IPC, sockets, ports or /proc', async () => {
+    const repo = siblingsRepo('round6-kernel-shared.sh', { agentTimeout: 40 });
+    const gitDir = join(repo.dir, '.git');
+    const { state } = await runLocal(repo, { concurrency: 2 });
+    const { b0, b1 } = episodes(state);
+    const secret = (showFile(gitDir, b0?.result?.commit ?? '', 'secret.txt') ?? '').trim();
+    const loot = showFile(gitDir, b1?.result?.commit ?? '', 'loot.txt') ?? '';
+    const how = `b0 planted:\n${log(repo, 'b0-planted')}\nsecret ${secret}\nloot:\n${loot.slice(0, 4000)}`;
+    expect(secret, how).toMatch(/^ffsecret[0-9a-f]{16}$/);
+    // It did plant some (an abstract socket and a port of its loopback, a segment, its /tmp).
+    expect(log(repo, 'b0-planted'), how).toContain('abstract');
+    expect(loot, how).not.toBe('');
+    expect(loot.includes(secret), how).toBe(false);
+    expect(b0?.result?.score).toBe(9);
+  }, 60_000);
 });
