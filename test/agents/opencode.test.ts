@@ -4,7 +4,8 @@
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { episode, type Tools, toolsFor } from './contract/harness.js';
+import { opencode } from '../../src/agents/opencode.js';
+import { CLI_BIN, episode, type Tools, toolsFor } from './contract/harness.js';
 import { opencodeHarness as h } from './contract/opencode.js';
 
 let t: Tools;
@@ -57,5 +58,15 @@ describe('opencode: its database', () => {
     expect(out.exit, out.note).toBe('finished');
     expect(calls).toHaveLength(h.workCalls);
     expect(await readFile(join(ws, 'value.txt'), 'utf8')).toBe('3');
+  });
+});
+
+describe('opencode: its network', () => {
+  it('its sandbox allows the catalogue host the installed CLI fetches (a refused one fails every episode)', async () => {
+    const pkg = join(CLI_BIN, '..', `opencode-${process.platform}-${process.arch}`, 'bin', 'opencode');
+    const binary = (await readFile(pkg)).toString('latin1');
+    const host = /OPENCODE_MODELS_URL\|\|"https:\/\/([a-z0-9.-]+)"/.exec(binary)?.[1];
+    expect(host, `no default OPENCODE_MODELS_URL in ${pkg}`).toBeDefined();
+    expect(opencode.egress.hosts).toContain(host);
   });
 });
