@@ -35229,8 +35229,9 @@ var opencode = defineSpec({
   // Its own switches and inline config, and the keys of the providers it knows.
   passEnv: ["OPENCODE_*", ...PROVIDER_ENV, "GOOGLE_*", "AWS_*"],
   egress: {
-    // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
-    hosts: [...PROVIDER_HOSTS, "models.dev", "registry.npmjs.org"],
+    // Its catalogue (OPENCODE_MODELS_URL's default in 1.18.33), and npm: it installs a provider's SDK
+    // package when the provider is first used.
+    hosts: [...PROVIDER_HOSTS, "models.opencode.ai", "registry.npmjs.org"],
     // Its providers go through the proxy by its inline config instead (configRoutes).
     routes: [],
     configRoutes: inlineProviders,
