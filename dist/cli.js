@@ -34495,9 +34495,10 @@ function codexLogin(episodeHome, env = process.env) {
 function configToml(env) {
   const lines2 = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
   const base = env.OPENAI_BASE_URL?.trim();
+  if (base) lines2.push('model_provider = "forkflush"');
+  lines2.push("", "[analytics]", "enabled = false", "", "[features]", "plugins = false");
   if (base)
     lines2.push(
-      'model_provider = "forkflush"',
       "",
       "[model_providers.forkflush]",
       'name = "OpenAI Responses API at OPENAI_BASE_URL"',

@@ -170,9 +170,12 @@ function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
 function configToml(env: NodeJS.ProcessEnv): string {
   const lines = ['# Written by forkflush for each episode (CODEX_HOME is the episode context folder).'];
   const base = env.OPENAI_BASE_URL?.trim();
+  if (base) lines.push('model_provider = "forkflush"');
+  // No metrics (to ab.chatgpt.com) and no plugins (fetched from github.com and chatgpt.com): hosts
+  // its sandbox refuses, in every episode's note (0.171.0).
+  lines.push('', '[analytics]', 'enabled = false', '', '[features]', 'plugins = false');
   if (base)
     lines.push(
-      'model_provider = "forkflush"',
       '',
       '[model_providers.forkflush]',
       'name = "OpenAI Responses API at OPENAI_BASE_URL"',

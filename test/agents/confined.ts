@@ -26,6 +26,11 @@ afterAll(async () => {
   for (const e of proxies) await e.close();
 });
 
+/** What the proxies of this file's sessions refused so far (the CLI asked for a host its kind does not allow); null: nothing. */
+export function refusedSoFar(): string | null {
+  return [...proxies].find((e) => e.refusedCount() > 0)?.note() ?? null;
+}
+
 /**
  * `spawn`, `confined` and `env` for a session of an agent of `kind` whose files all live under
  * `folder`: its environment `env` as the proxy gives it to the agent (placeholders for its keys,

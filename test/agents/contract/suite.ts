@@ -18,6 +18,7 @@ import type { AgentKind } from '../../../src/core/config.js';
 import { AGENT_TRIES } from '../../../src/core/method.js';
 import { runTries } from '../../../src/worker/agent-tries.js';
 import { egressPlan } from '../../../src/worker/egress.js';
+import { refusedSoFar } from '../confined.js';
 import {
   type AgentHarness,
   episode,
@@ -91,6 +92,8 @@ export function agentContract(h: AgentHarness): void {
 
       expect(out.exit, out.note).toBe('finished');
       expect(out.note).toBeUndefined();
+      // Every host it asked for is one its kind allows (spec egress.hosts): a refused one fails episodes.
+      expect(refusedSoFar()).toBeNull();
       expect(calls).toHaveLength(h.workCalls);
       expect(calls[0]?.answered).toBe(false);
       expect(ours(calls[0])).toEqual([FRESH]);
