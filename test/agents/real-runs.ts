@@ -12,6 +12,7 @@ import { COPILOT, copilotHarness } from './contract/copilot.js';
 import { GEMINI, MODEL as GEMINI_MODEL, geminiHarness } from './contract/gemini.js';
 import type { AgentHarness } from './contract/harness.js';
 import { OPENCODE, opencodeHarness } from './contract/opencode.js';
+import { QWEN, qwenHarness } from './contract/qwen-code.js';
 
 export interface Kind {
   h: AgentHarness;
@@ -26,6 +27,7 @@ export const KINDS: Kind[] = [
   { h: geminiHarness, command: GEMINI, model: GEMINI_MODEL },
   { h: aiderHarness, command: FAKE_AIDER, model: 'openai/gpt-5-mini' },
   { h: opencodeHarness, command: OPENCODE, model: 'mock/mock-model' },
+  { h: qwenHarness, command: QWEN, model: 'gpt-5-mini' },
 ];
 
 /** One episode's tokens for the kind: its calls, and room to spare so that it ends by itself. */

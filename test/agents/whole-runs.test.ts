@@ -45,6 +45,9 @@ describe('whole runs with the real agent CLIs', () => {
           const fork = state.rounds.find((r: { episodes: unknown[] }) => r.episodes.length === 2);
           expect(fork, JSON.stringify(state.rounds)).toBeDefined();
           for (const e of fork.episodes) expect(e.result?.score, JSON.stringify(e)).toBe(7);
+          // No episode asked for a host its kind's sandbox refuses (spec egress.hosts).
+          for (const e of state.rounds.flatMap((r: { episodes: { result?: { note?: string } }[] }) => r.episodes))
+            expect(e.result?.note ?? '').not.toContain('the agent was refused');
           if (kind === 'aider') return;
 
           k.h.model.answer(SAID);
