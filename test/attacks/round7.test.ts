@@ -1,0 +1,63 @@
+// Round 7 attacks (a helper session): hostile command agents against what is still open.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { cleanupAttackTemps, describeSandboxed, makeAttackRepo, runLocal } from './helpers.js';
+
+afterAll(cleanupAttackTemps);
+
+const KEY = `sk-ant-api03-${randomBytes(24).toString('hex')}`;
+let mock: Server;
+let mockPort = 0;
+const saved: Record<string, string | undefined> = {};
+
+beforeAll(async () => {
+  mock = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  await new Promise<void>((resolve) => mock.listen(0, '127.0.0.1', resolve));
+  mockPort = (mock.address() as AddressInfo).port;
+});
+afterAll(() => {
+  mock.closeAllConnections();
+  mock.close();
+});
+afterEach(() => {
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
+
+function userEnv(vars: Record<string, string>): void {
+  for (const [k, v] of Object.entries(vars)) {
+    saved[k] = process.env[k];
+    process.env[k] = v;
+  }
+}
+
+describeSandboxed('round 7: the model key and the gradings the agent asks for', () => {
+  it('a grading asked for through $FORKFLUSH_GRADE does not hand the agent the real model key (it holds a placeholder)', async () => {
+    userEnv({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${mockPort}` });
+    const repo = makeAttackRepo({ agent: `sh {fx}/round7-grade-env.sh {logs}` });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('agent:\n', 'agent:\n  env: [ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL]\n'),
+    );
+    repo.git('commit', '-qam', 'the key');
+    const { result, state } = await runLocal(repo);
+    // The agent itself holds the placeholder, as the README says...
+    const agentEnv = readFileSync(join(repo.logs, 'agent-env.txt'), 'utf8');
+    expect(agentEnv).toMatch(/ANTHROPIC_API_KEY=forkflush-placeholder-/);
+    expect(agentEnv).not.toContain(KEY);
+    expect(result.score).toBe(5);
+    // ...but what its grading printed came back to it, and went into the committed result.
+    const got = readFileSync(join(repo.logs, 'grade-err.txt'), 'utf8');
+    const committed = repo.git('show', `${result.commit}:loot.txt`);
+    expect.soft(got, 'the real key reached the agent through $FORKFLUSH_GRADE').not.toContain(KEY);
+    expect.soft(committed, 'the real key is in the committed branch').not.toContain(KEY);
+    expect(state.status).toBeDefined();
+  });
+});
