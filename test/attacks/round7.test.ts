@@ -1,11 +1,11 @@
 // Round 7 attacks (a helper session): hostile command agents against what is still open.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { cleanupAttackTemps, describeSandboxed, makeAttackRepo, runLocal } from './helpers.js';
+import { attackTemp, cleanupAttackTemps, describeSandboxed, makeAttackRepo, runCli, runLocal } from './helpers.js';
 
 afterAll(cleanupAttackTemps);
 
@@ -59,5 +59,38 @@ describeSandboxed('round 7: the model key and the gradings the agent asks for', 
     expect.soft(got, 'the real key reached the agent through $FORKFLUSH_GRADE').not.toContain(KEY);
     expect.soft(committed, 'the real key is in the committed branch').not.toContain(KEY);
     expect(state.status).toBeDefined();
+  });
+});
+
+describeSandboxed('round 7: what runs by itself once the best branch is merged', () => {
+  it('the end of the run warns about every file that runs by itself (git hooks of the hooksPath, pre-commit, other forges\' CI)', async () => {
+    const marker = join(attackTemp('autorun'), 'hook-ran');
+    const repo = makeAttackRepo({ agent: `sh {fx}/round7-autorun.sh ${marker}` });
+    // The user's repository runs its hooks from a tracked folder, as husky sets it up.
+    repo.git('config', 'core.hooksPath', '.husky');
+    const r = await runCli(['run', repo.dir, '--seed', '1'], { cwd: repo.dir, deadlineMs: 120_000 });
+    expect(r.exitCode, r.out).toBe(0);
+    const run = readdirSync(join(repo.dir, '.forkflush')).find((d) => /^\d/.test(d)) as string;
+    const changed = repo.git('diff', '--name-only', 'main', `forkflush/${run}/best`).split('\n');
+    const autorun = [
+      '.husky/pre-commit',
+      '.githooks/pre-commit',
+      '.pre-commit-config.yaml',
+      'lefthook.yml',
+      '.gitea/workflows/x.yml',
+      '.forgejo/workflows/x.yml',
+      '.circleci/config.yml',
+      '.travis.yml',
+      'azure-pipelines.yml',
+      'bitbucket-pipelines.yml',
+    ];
+    for (const f of autorun) expect(changed).toContain(f);
+    // What the user does next, as the run tells them: merge, then commit. The agent's hook runs, unconfined.
+    repo.git('merge', '-q', `forkflush/${run}/best`);
+    repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
+    const hookRan = existsSync(marker);
+    const warned = autorun.filter((f) => r.out.includes(f));
+    expect.soft(hookRan ? 'the agent\'s .husky/pre-commit ran outside the sandbox on the next commit' : 'no hook ran').toBe('no hook ran');
+    expect(warned, 'files that run by themselves, named in the warning').toEqual(autorun);
   });
 });
