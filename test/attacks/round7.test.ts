@@ -94,3 +94,20 @@ describeSandboxed('round 7: what runs by itself once the best branch is merged',
     expect(warned, 'files that run by themselves, named in the warning').toEqual(autorun);
   });
 });
+
+describeSandboxed('round 7: a lineage whose listing passes 64 MB', () => {
+  it('two episodes of 95,000 long-named files each (each within the bounds): the run ends with results, not an exception', async () => {
+    const repo = makeAttackRepo({
+      agent: `node {fx}/round7-long-listing.mjs 95000`,
+      agentTimeout: 120,
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+    });
+    let failure: unknown = null;
+    const run = await runLocal(repo).catch((e: unknown) => {
+      failure = e;
+      return null;
+    });
+    expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
+    expect(run?.results.length).toBe(2);
+  }, 900_000);
+});
