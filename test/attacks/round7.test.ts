@@ -1,4 +1,5 @@
 // Round 7 attacks (a helper session): hostile command agents against what is still open.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -110,4 +111,21 @@ describeSandboxed('round 7: a lineage whose listing passes 64 MB', () => {
     expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
     expect(run?.results.length).toBe(2);
   }, 900_000);
+});
+
+describeSandboxed('round 7: the size check and a path past PATH_MAX only with the workspace before it', () => {
+  it('a 200 MB file at a 4,0xx-byte relative path is refused like any file over 100 MB', async () => {
+    const repo = makeAttackRepo({ agent: `node {fx}/round7-long-path-big.mjs 200` });
+    const { result, run } = await runLocal(repo);
+    const gitDir = run.info.repo ? join(run.info.repo, '.git') : join(repo.dir, '.git');
+    const sizes = execFileSync('git', ['--git-dir', gitDir, 'ls-tree', '-r', '-l', result.commit], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 26,
+    })
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => Number(l.split(/\s+/)[3]));
+    const biggest = Math.max(...sizes.filter((n) => Number.isFinite(n)));
+    expect(biggest, 'bytes of the largest file in the recorded commit').toBeLessThanOrEqual(100 * 1024 * 1024);
+  }, 300_000);
 });
