@@ -129,3 +129,20 @@ describeSandboxed('round 7: the size check and a path past PATH_MAX only with th
     expect(biggest, 'bytes of the largest file in the recorded commit').toBeLessThanOrEqual(100 * 1024 * 1024);
   }, 300_000);
 });
+
+describeSandboxed('round 7: what the graded code leaves in the judge\'s checkout', () => {
+  it('115,000 long-named files written by the solver while the judge grades: a result, not an exception that ends the run', async () => {
+    const repo = makeAttackRepo({
+      agent: `sh -c 'cp {fx}/round7-judge-litter.mjs solve.mjs; echo 5 > value.txt'`,
+      files: { 'grade.sh': 'node solve.mjs 115000 >/dev/null 2>&1\ncat value.txt\n', 'solve.mjs': '\n' },
+      graderTimeout: 120,
+    });
+    let failure: unknown = null;
+    const run = await runLocal(repo).catch((e: unknown) => {
+      failure = e;
+      return null;
+    });
+    expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
+    expect(run?.results.length).toBe(1);
+  }, 600_000);
+});
