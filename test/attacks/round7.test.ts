@@ -188,3 +188,27 @@ describeSandboxed('round 7: a file at a protected path that is gone when the jud
     expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
   }, 600_000);
 });
+
+describeSandboxed('round 7: a file at a protected path inside a repository the graded code made', () => {
+  const nestedTask = (git: boolean) =>
+    makeAttackRepo({
+      agent: `sh -c 'cp {fx}/round7-nested-repo.sh solve.sh; echo 1 > value.txt'`,
+      files: {
+        'grade.sh': `sh solve.sh ${git ? '' : 'nogit'} >/dev/null 2>&1\ncat checks/*/*.txt | sort -n | tail -n 1\n`,
+        'solve.sh': '\n',
+        'checks/a/a.txt': '1\n',
+      },
+      protected: ['grade.sh', 'checks/**/*.txt'],
+    });
+
+  it('(control) checks/z/z.txt made by the graded code: the score is voided', async () => {
+    const { result } = await runLocal(nestedTask(false));
+    expect(result.score).toBeNull();
+    expect(result.reason).toMatch(/protected paths while the grader ran: checks\/z\/z\.txt/);
+  }, 300_000);
+
+  it('the same file, its folder made a git repository (checks/z/.git): the forged 100 is voided too', async () => {
+    const { result } = await runLocal(nestedTask(true));
+    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
+  }, 300_000);
+});
