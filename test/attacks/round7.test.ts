@@ -1,4 +1,6 @@
-// Round 7 attacks (a helper session): hostile command agents against what is still open.
+// Round 7 attacks (a helper session): hostile command agents against what is still open. Each
+// test fails against the code it was written on (main at e1cecad) but for the two (control) rows,
+// which show the defence the attack beside them gets around.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -64,7 +66,7 @@ describeSandboxed('round 7: the model key and the gradings the agent asks for', 
 });
 
 describeSandboxed('round 7: what runs by itself once the best branch is merged', () => {
-  it('the end of the run warns about every file that runs by itself (git hooks of the hooksPath, pre-commit, other forges\' CI)', async () => {
+  it("the end of the run warns about every file that runs by itself (git hooks of the hooksPath, pre-commit, other forges' CI)", async () => {
     const marker = join(attackTemp('autorun'), 'hook-ran');
     const repo = makeAttackRepo({ agent: `sh {fx}/round7-autorun.sh ${marker}` });
     // The user's repository runs its hooks from a tracked folder, as husky sets it up.
@@ -91,7 +93,9 @@ describeSandboxed('round 7: what runs by itself once the best branch is merged',
     repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
     const hookRan = existsSync(marker);
     const warned = autorun.filter((f) => r.out.includes(f));
-    expect.soft(hookRan ? 'the agent\'s .husky/pre-commit ran outside the sandbox on the next commit' : 'no hook ran').toBe('no hook ran');
+    expect
+      .soft(hookRan ? "the agent's .husky/pre-commit ran outside the sandbox on the next commit" : 'no hook ran')
+      .toBe('no hook ran');
     expect(warned, 'files that run by themselves, named in the warning').toEqual(autorun);
   });
 });
@@ -130,7 +134,7 @@ describeSandboxed('round 7: the size check and a path past PATH_MAX only with th
   }, 300_000);
 });
 
-describeSandboxed('round 7: what the graded code leaves in the judge\'s checkout', () => {
+describeSandboxed("round 7: what the graded code leaves in the judge's checkout", () => {
   it('115,000 long-named files written by the solver while the judge grades: a result, not an exception that ends the run', async () => {
     const repo = makeAttackRepo({
       agent: `sh -c 'cp {fx}/round7-judge-litter.mjs solve.mjs; echo 5 > value.txt'`,
@@ -147,7 +151,7 @@ describeSandboxed('round 7: what the graded code leaves in the judge\'s checkout
   }, 600_000);
 });
 
-describeSandboxed('round 7: a FIFO at a protected path, its name buried in the sweep\'s listing', () => {
+describeSandboxed("round 7: a FIFO at a protected path, its name buried in the sweep's listing", () => {
   const fifoTask = (flood: boolean) =>
     makeAttackRepo({
       agent: `sh -c 'cp {fx}/round7-fifo-flood.sh solve.sh; echo 1 > value.txt'`,
@@ -209,6 +213,20 @@ describeSandboxed('round 7: a file at a protected path inside a repository the g
 
   it('the same file, its folder made a git repository (checks/z/.git): the forged 100 is voided too', async () => {
     const { result } = await runLocal(nestedTask(true));
+    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
+  }, 300_000);
+});
+
+describeSandboxed("round 7: what the judge's setup plants at a protected path, inside a repository it made", () => {
+  it("setup (the commit's plant.sh) writes checks/z/z.txt in checks/z/.git's folder: removed before grading, or the score voided", async () => {
+    const repo = makeAttackRepo({
+      agent: `sh -c 'cp {fx}/round7-nested-repo.sh plant.sh; echo 1 > value.txt'`,
+      grader: "sh -c 'cat checks/*/*.txt | sort -n | tail -n 1'",
+      files: { 'plant.sh': '\n', 'checks/a/a.txt': '1\n' },
+      protected: ['checks/**/*.txt'],
+      extra: 'setup:\n  commands: ["sh plant.sh"]\n',
+    });
+    const { result } = await runLocal(repo);
     expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
   }, 300_000);
 });
