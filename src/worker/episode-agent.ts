@@ -27,7 +27,8 @@ export interface EpisodeBox {
   graderEnv: NodeJS.ProcessEnv;
   /**
    * The gradings the agent asks for run its workspace as it stands, the grader's files too (the
-   * judge alone restores them): they get what the agent holds (agent.env), never grader.env.
+   * judge alone restores them): they get agent.env as the agent holds it (a key the proxy holds as
+   * its placeholder), never grader.env.
    */
   askedGradingEnv: NodeJS.ProcessEnv;
   source: NodeJS.ProcessEnv;
@@ -76,11 +77,21 @@ async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: Abor
   const sandbox = isolation.sandbox;
   // The agent and the gradings it asks for: one account, since both write the workspace.
   const account = sandbox?.account() ?? NO_ACCOUNT;
+  // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
+  const egress = await startEgress({ config, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
+    (e: unknown) => {
+      account.release();
+      throw e;
+    },
+  );
+  // What the agent holds of agent.env, placeholders for the keys the proxy holds: the grading runs
+  // the workspace as the agent left it, its grader too, and its output goes back to the agent.
+  const asked = Object.keys(b.askedGradingEnv).filter((name) => egress.env[name] !== undefined);
   const grading = await startGradeService({
     config,
     workdir: places.workspace,
     box: b.box,
-    env: { ...b.askedGradingEnv, ...b.home },
+    env: { ...Object.fromEntries(asked.map((name) => [name, egress.env[name]])), ...b.home },
     ...(sandbox
       ? {
           confine: {
@@ -99,18 +110,11 @@ async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: Abor
         ? Math.max(1, Math.floor(episode.allowance + 1e-9))
         : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort('budget'),
-  }).catch((e: unknown) => {
+  }).catch(async (e: unknown) => {
+    await egress.close();
     account.release();
     throw e;
   });
-  // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
-  const egress = await startEgress({ config, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
-    async (e: unknown) => {
-      await grading.close();
-      account.release();
-      throw e;
-    },
-  );
   const confinement = { ...agentConfinement(places, config, b.source), account };
   // Bound, not handed over: the sockets stay forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
