@@ -9,7 +9,7 @@ import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../
 import type { RunState } from '../core/state.js';
 import { budgetLeftUnspent, nothingDone, outageStop, retryStopped, sameScoreEverywhere } from '../core/stop.js';
 import { textTable } from '../core/text.js';
-import { Git } from '../io/git.js';
+import { Git, trackedHooksGlob } from '../io/git.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
@@ -95,8 +95,9 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
   return printResult(open, io);
 }
 
-/** Files that run without anyone asking (CI workflows and actions, submodules, git attributes) the best branch changes. */
+/** Files that run without anyone asking (CI of any forge, git hooks and their managers, submodules, git attributes) the best branch changes. */
 async function automationChanged(repo: string, state: RunState): Promise<string[]> {
+  const hooks = await trackedHooksGlob(repo).catch(() => null);
   const r = await new Git(repo).exec(
     ['diff', '--name-only', '-z', state.base.commit, `refs/heads/${bestBranch(state.id)}`],
     {
@@ -104,10 +105,20 @@ async function automationChanged(repo: string, state: RunState): Promise<string[
     },
   );
   if (r.exitCode !== 0) return [];
-  return r.stdout.split('\0').filter((p) => p !== '' && matchesAny(p, AUTOMATION));
+  const globs = hooks ? [...AUTOMATION, hooks] : AUTOMATION;
+  return r.stdout.split('\0').filter((p) => p !== '' && matchesAny(p, globs));
 }
 
-const AUTOMATION = ['.github/workflows/**', '.github/actions/**', '.gitlab-ci.yml', '.gitmodules', '**/.gitattributes'];
+const AUTOMATION = [
+  ...['.github/workflows/**', '.github/actions/**', '.gitlab-ci.yml', '.gitea/workflows/**', '.forgejo/workflows/**'],
+  ...['.circleci/**', '.travis.yml', 'azure-pipelines.yml', 'bitbucket-pipelines.yml', '.buildkite/**', 'Jenkinsfile'],
+  ...['.drone.yml', '.woodpecker.yml', '.woodpecker/**'],
+  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
+  ...['.husky/**', '.githooks/**', '.pre-commit-config.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml'],
+  // What an editor or a shell runs on opening the folder.
+  ...['.envrc', '.vscode/tasks.json', '.devcontainer/**'],
+  ...['.gitmodules', '**/.gitattributes'],
+];
 
 const placeOf = (open: OpenRun) => ({ repo: open.info.repo, taskDir: open.info.taskDir, scratch: open.info.scratch });
 
@@ -125,8 +136,8 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
   const automation = home.length > 0 ? await automationChanged(open.info.repo, state) : [];
   if (automation.length > 0)
     io.stderr.write(
-      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(', ')}` +
-        `${automation.length > 5 ? ` and ${automation.length - 5} more` : ''}; the agent wrote them: read them before you merge\n`,
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(', ')}` +
+        `${automation.length > 20 ? ` and ${automation.length - 20} more` : ''}; the agent wrote them: read them before you merge\n`,
     );
   for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
     if (warning) io.stderr.write(`forkflush: warning: ${warning}\n`);

@@ -3,6 +3,7 @@
 // stops with the signal it is given: git opens some files of a work tree by name with a blocking
 // open() (.gitignore, .gitattributes, a nested .git's HEAD), and a FIFO there would hold it for good.
 
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { GIT_OUTPUT_MAX_CHARS, GIT_TIMEOUT_MS } from '../core/bounds.js';
 import { runProcess } from './process.js';
 
@@ -147,4 +148,24 @@ export class Git {
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
     return (await this.exec(['merge-base', '--is-ancestor', ancestor, descendant], { check: false })).exitCode === 0;
   }
+}
+
+/**
+ * The repository's own hooks folder (core.hooksPath, as husky sets it) when it lies in the work
+ * tree, as a glob: a branch that changes it runs code on the user's next commit once checked out.
+ * Null when none is set or it lies elsewhere. (forkflush's own commands override it: not those.)
+ */
+export async function trackedHooksGlob(repo: string): Promise<string | null> {
+  const git = new Git(repo);
+  const r = await git.exec(['config', '--show-scope', '--get-all', 'core.hooksPath'], { check: false });
+  const set = r.stdout
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('command\t'))
+    .at(-1)
+    ?.split('\t')[1]
+    ?.trim();
+  if (!set || set.startsWith('~')) return null;
+  const top = (await git.out(['rev-parse', '--show-toplevel'])).trim();
+  const rel = relative(top, resolve(top, set));
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? null : `${rel.split(sep).join('/')}/**`;
 }

@@ -8,6 +8,7 @@ import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
 import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
+import { trackedHooksGlob } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { runEpisode } from '../worker/episode.js';
 import { DiskFullError, diskFull, InterruptedError } from '../worker/episode-errors.js';
@@ -90,7 +91,7 @@ class Driver {
 
   private constructor(
     public state: RunState,
-    readonly o: DriveOptions & { isolation: Isolation; signal: AbortSignal },
+    readonly o: DriveOptions & { isolation: Isolation; signal: AbortSignal; alsoProtected: string[] },
     /** An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way. */
     readonly halt: AbortController,
     readonly sealKey: Buffer | null,
@@ -105,6 +106,11 @@ class Driver {
       ...options,
       isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)),
       signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
+      // Protected beside grader.protected: the config, and the hooks the repository runs from its tree.
+      alsoProtected: [
+        ...(options.info.configPathInRepo ? [options.info.configPathInRepo] : []),
+        ...[await trackedHooksGlob(options.info.repo).catch(() => null)].filter((g): g is string => g !== null),
+      ],
     };
     const sealKey = await o.store.sealKey();
     const setupCache = new SetupCache(o.store.path('setup-cache'));
@@ -219,7 +225,7 @@ function roundOf(state: RunState, index: number): Round {
 async function runOne(
   state: RunState,
   e: Episode,
-  o: DriveOptions & { isolation: Isolation },
+  o: DriveOptions & { isolation: Isolation; alsoProtected: string[] },
   sealKey: Buffer | null,
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
@@ -255,7 +261,7 @@ async function runOne(
       prompt,
       agent: agentFor(state.config),
       isolation: o.isolation,
-      alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      alsoProtected: o.alsoProtected,
       notes: prepared.notes,
       ...(section ? { journalSection: section } : {}),
       setupCache,

@@ -66,37 +66,47 @@ describeSandboxed('round 7: the model key and the gradings the agent asks for', 
 });
 
 describeSandboxed('round 7: what runs by itself once the best branch is merged', () => {
-  it("the end of the run warns about every file that runs by itself (git hooks of the hooksPath, pre-commit, other forges' CI)", async () => {
+  const autorun = [
+    '.husky/pre-commit',
+    '.githooks/pre-commit',
+    '.pre-commit-config.yaml',
+    'lefthook.yml',
+    '.gitea/workflows/x.yml',
+    '.forgejo/workflows/x.yml',
+    '.circleci/config.yml',
+    '.travis.yml',
+    'azure-pipelines.yml',
+    'bitbucket-pipelines.yml',
+  ];
+  const run = async (hooksPath: boolean) => {
     const marker = join(attackTemp('autorun'), 'hook-ran');
     const repo = makeAttackRepo({ agent: `sh {fx}/round7-autorun.sh ${marker}` });
     // The user's repository runs its hooks from a tracked folder, as husky sets it up.
-    repo.git('config', 'core.hooksPath', '.husky');
+    if (hooksPath) repo.git('config', 'core.hooksPath', '.husky');
     const r = await runCli(['run', repo.dir, '--seed', '1'], { cwd: repo.dir, deadlineMs: 120_000 });
+    const id = readdirSync(join(repo.dir, '.forkflush')).find((d) => /^\d/.test(d)) as string;
+    return { r, repo, marker, best: `forkflush/${id}/best` };
+  };
+
+  it("the end of the run warns about every file that runs by itself (hook managers, other forges' CI)", async () => {
+    const { r, repo, best } = await run(false);
     expect(r.exitCode, r.out).toBe(0);
-    const run = readdirSync(join(repo.dir, '.forkflush')).find((d) => /^\d/.test(d)) as string;
-    const changed = repo.git('diff', '--name-only', 'main', `forkflush/${run}/best`).split('\n');
-    const autorun = [
-      '.husky/pre-commit',
-      '.githooks/pre-commit',
-      '.pre-commit-config.yaml',
-      'lefthook.yml',
-      '.gitea/workflows/x.yml',
-      '.forgejo/workflows/x.yml',
-      '.circleci/config.yml',
-      '.travis.yml',
-      'azure-pipelines.yml',
-      'bitbucket-pipelines.yml',
-    ];
+    const changed = repo.git('diff', '--name-only', 'main', best).split('\n');
     for (const f of autorun) expect(changed).toContain(f);
-    // What the user does next, as the run tells them: merge, then commit. The agent's hook runs, unconfined.
-    repo.git('merge', '-q', `forkflush/${run}/best`);
+    expect(
+      autorun.filter((f) => r.out.includes(f)),
+      'files that run by themselves, named in the warning',
+    ).toEqual(autorun);
+  });
+
+  it("the repository's own hooks folder (core.hooksPath) is protected: the agent's hook never runs on the next commit", async () => {
+    const { r, repo, marker, best } = await run(true);
+    expect(r.out).toMatch(/the agent changed protected paths: [^\n]*\.husky\/pre-commit/);
+    expect(repo.git('diff', '--name-only', 'main', best)).not.toContain('.husky/pre-commit');
+    // What the user does next, as the run tells them: merge, then commit. No hook of the agent's runs.
+    repo.git('merge', '-q', best);
     repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
-    const hookRan = existsSync(marker);
-    const warned = autorun.filter((f) => r.out.includes(f));
-    expect
-      .soft(hookRan ? "the agent's .husky/pre-commit ran outside the sandbox on the next commit" : 'no hook ran')
-      .toBe('no hook ran');
-    expect(warned, 'files that run by themselves, named in the warning').toEqual(autorun);
+    expect(existsSync(marker)).toBe(false);
   });
 });
 
