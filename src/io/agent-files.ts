@@ -82,28 +82,42 @@ const TRAP_RULE = [
  * Removes from a tree an agent (or code it wrote) had in its hands whatever TRAP_RULE names, at
  * any depth, without following a link or opening a file: one find(1), names as bytes. A folder it
  * cannot read (one the agent locked against itself) is given back to its owner and swept again.
- * Bounded like a git command and stopped by `signal`. Returns what went: counted, and every path
- * (relative to `dir`).
+ * The .git folders of repositories nested in it go too. Bounded like a git command and stopped by
+ * `signal`. Returns what went: counted, and every path (relative to `dir`); `complete` is false
+ * when there were more names than it keeps (10 MB of them).
  */
-export async function sweepTree(dir: string, signal?: AbortSignal): Promise<{ cleaned: Cleaned; paths: string[] }> {
+export async function sweepTree(
+  dir: string,
+  signal?: AbortSignal,
+): Promise<{ cleaned: Cleaned; paths: string[]; complete: boolean }> {
   const found = new Set<string>();
-  for (let pass = 0; pass < 2; pass++) {
-    const r = await runProcess('find', ['.', '-mindepth', '1', '(', ...TRAP_RULE, ')', '-print0', '-delete'], {
+  let complete = true;
+  const find = async (rule: string[], then: string[]) => {
+    const r = await runProcess('find', ['.', ...rule, '-print0', ...then], {
       cwd: dir,
       timeoutMs: GIT_TIMEOUT_MS,
       maxOutput: 10_000_000,
       ...(signal ? { signal } : {}),
     });
     if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be swept: ${r.stopped ?? r.spawnError}`);
+    // Names past the bound are not known (nor what they were): a caller that must know each says so.
+    if (r.outputCut) complete = false;
     for (const name of r.stdout.split('\0')) if (name) found.add(name.replace(/^\.\//, ''));
-    if (r.exitCode === 0) break;
+    return r.exitCode;
+  };
+  for (let pass = 0; pass < 2; pass++) {
+    if ((await find(['-mindepth', '1', '(', ...TRAP_RULE, ')'], ['-delete'])) === 0) break;
     // chmod applies a folder's mode before it walks into it; it never follows links in the tree.
     await exec('chmod', ['-R', 'u+rwX', '--', dir]).catch(() => {});
   }
+  // A repository nested in the tree: git would record its folder as a link to a commit it does not
+  // have (its files lost), and list it as one entry (a file under it unseen). Its files stay.
+  await find(['-mindepth', '2', '-name', '.git', '-type', 'd', '-prune'], ['-exec', 'rm', '-rf', '--', '{}', '+']);
   const paths = [...found];
   return {
     cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
     paths,
+    complete,
   };
 }
 

@@ -93,7 +93,7 @@ const CASES: StallCase[] = [
   { mode: 'gitattributes', removed: /2 special files .*"(lib\/)?\.gitattributes"/, check: scored },
   {
     mode: 'nested-head',
-    removed: /1 special files .*"vendor\/lib\/\.git\/HEAD"/,
+    removed: /2 special files .*"vendor\/lib\/\.git(\/HEAD)?"/,
     check: (e, repo) => {
       scored(e);
       expect(showFile(join(repo.dir, '.git'), e.result?.commit ?? '', 'vendor/lib/code.txt')).toBe('code\n');
@@ -134,7 +134,7 @@ const CASES: StallCase[] = [
   {
     mode: 'setup',
     repo: { files: { 'install.sh': 'echo installed > installed.txt\n' }, extra: 'setup: sh install.sh' },
-    removed: /2 special files .*"(\.gitignore|deps\/\.git\/HEAD)"/,
+    removed: /3 special files .*"(\.gitignore|deps\/\.git(\/HEAD)?)"/,
     check: scored,
   },
   {
@@ -147,7 +147,7 @@ const CASES: StallCase[] = [
           '# The honest grader, which runs solve.sh if there is one.\n[ -f solve.sh ] && sh solve.sh > /dev/null 2>&1\ncat value.txt\n',
       },
     },
-    removed: /3 special files .*"(sock|x\.expected|sub\/\.git\/HEAD)"/,
+    removed: /4 special files .*"(sock|x\.expected|sub\/\.git(\/HEAD)?)"/,
     check: (e) => {
       // The FIFO made at a protected path while the grader ran voids the score, swept or not.
       expect(e.result?.score).toBeNull();
