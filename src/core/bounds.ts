@@ -77,6 +77,11 @@ export const RECORDED_FILE_MAX_BYTES = 100 * MiB;
 export const RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
 /** Nor more files than this (each costs git a hash and the judge a file, however small). */
 export const RECORDED_CHANGES_MAX_FILES = 100_000;
+/**
+ * Nor a workspace whose paths, listed, pass this (episodes add up): forkflush lists the tree (the
+ * judge, checkouts) and reads at most GIT_OUTPUT_MAX_CHARS of a listing, half of it for what else it lists.
+ */
+export const RECORDED_TREE_LISTING_MAX_BYTES = 32_000_000;
 /** Most protected files the judge pins one by one; past it, their top folders are read-only whole. */
 export const PINNED_PROTECTED_MAX_FILES = 256;
 /** The most untracked files looked at for the grader's reads: past it, a folder of generated data, not the task's inputs. */

@@ -6,9 +6,14 @@
 // checkout of exactly that commit.
 import { appendFile, copyFile, lstat, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { RECORDED_CHANGES_MAX_BYTES, RECORDED_CHANGES_MAX_FILES, RECORDED_FILE_MAX_BYTES } from '../core/bounds.js';
+import {
+  RECORDED_CHANGES_MAX_BYTES,
+  RECORDED_CHANGES_MAX_FILES,
+  RECORDED_FILE_MAX_BYTES,
+  RECORDED_TREE_LISTING_MAX_BYTES,
+} from '../core/bounds.js';
 import { type Cleaned, emptyFolder, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
-import { Git, type GitOptions, type GitResult } from '../io/git.js';
+import { Git, GitError, type GitOptions, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 
 /**
@@ -188,7 +193,23 @@ export async function snapshot(
     }
   }
   const tree = await own.out(['write-tree'], { index });
+  await refuseLongListing(own, tree);
   return { tree, protectedChanged, index, cleaned };
+}
+
+/** Throws when the tree's paths, listed, pass what forkflush lists of a tree (RECORDED_TREE_LISTING_MAX_BYTES). */
+async function refuseLongListing(own: OwnRepo, tree: string): Promise<void> {
+  const listed = await own
+    .exec(['ls-tree', '-r', '-z', '--name-only', tree])
+    .then((r) => r.stdout.length)
+    .catch((e: unknown) => {
+      if (e instanceof GitError && /its output passed/.test(e.message)) return Number.POSITIVE_INFINITY;
+      throw e;
+    });
+  if (listed > RECORDED_TREE_LISTING_MAX_BYTES)
+    throw new Error(
+      `the workspace's paths, listed, pass ${megabytes(RECORDED_TREE_LISTING_MAX_BYTES)} (fewer files, or shorter names); keep generated files out with .gitignore`,
+    );
 }
 
 /**
@@ -210,7 +231,11 @@ async function refuseOversized(own: OwnRepo, workspace: string, index: string, i
   for (const line of listed.split('\n').filter(Boolean)) {
     const name = unquoteGitPath(line);
     // A deleted file is listed as modified: it costs nothing.
-    const s = await lstat(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
+    const s = await lstat(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+      // Unseen is not small: a path too long with the workspace before it (ENAMETOOLONG) is not recorded.
+      throw new Error(`${JSON.stringify(name.toString('utf8').slice(0, 80))}... cannot be examined (${e.code})`);
+    });
     if (!s) continue;
     if (++files > RECORDED_CHANGES_MAX_FILES)
       throw new Error(
