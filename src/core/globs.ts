@@ -60,3 +60,29 @@ function globRegExp(pattern: string): RegExp {
 export function forgeAlsoProtected(configPath: string): string[] {
   return [configPath, '.github/workflows/**'];
 }
+
+/**
+ * The folders of a tree in which a file the tree does not have could match a protected glob: the
+ * glob's folder where only its last part has wildcards (`checks/*.txt`: checks), or a literal path
+ * the tree lacks (`tests/conftest.py`: tests); its literal folder and every folder of the tree
+ * below it where a folder part has them (`checks/**` + `/*.txt`). Not the top folder (nor a glob
+ * that starts with a wildcard), where graders write what they make; at most `max`.
+ */
+export function guardedFolders(files: readonly string[], globs: readonly string[], max = 10_000): string[] {
+  const folders = new Set<string>();
+  for (const f of files) for (let i = f.indexOf('/'); i > 0; i = f.indexOf('/', i + 1)) folders.add(f.slice(0, i));
+  const present = new Set(files);
+  const guarded = new Set<string>();
+  for (const glob of globs) {
+    const parts = glob.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
+    const wild = parts.findIndex((p) => /[*?[{]/.test(p));
+    const last = parts.length - 1;
+    if (wild === -1 && present.has(parts.join('/'))) continue;
+    const folder = parts.slice(0, wild === -1 ? last : wild).join('/');
+    if (folder === '') continue;
+    if (wild !== -1 && (wild < last || parts[last]?.includes('**'))) {
+      for (const d of folders) if (d === folder || d.startsWith(`${folder}/`)) guarded.add(d);
+    } else if (folders.has(folder)) guarded.add(folder);
+  }
+  return [...guarded].sort().slice(0, max);
+}

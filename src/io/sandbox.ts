@@ -78,7 +78,7 @@ export interface Sandbox {
   account(): SandboxAccount;
   /** The command line that runs `file args` in `cwd` under `c`, and what to write to its fd 3. */
   wrap(c: Confinement, cwd: string, file: string, args: string[]): Wrapped;
-  /** Gives the confinement's own folders to its account's user, so it can write them (no-op without one). */
+  /** Gives the confinement's own folders to its account's user, so it can write them (no-op without one, or again). */
   handOver(c: Confinement): Promise<void>;
 }
 
@@ -256,7 +256,11 @@ function bubblewrap(name: string, as: As, nproc: number | null, filters: Filters
     async handOver(c) {
       const user = c.account.user;
       if (!user || c.writable.length === 0) return;
-      await exec('chown', ['-R', '--no-dereference', `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+      // Only what is not the user's yet: handed over again, nothing changes (the judge reads the
+      // change times of folders around a grading: worker/judge.ts).
+      const notYours = ['(', '!', '-user', String(user.uid), '-o', '!', '-group', String(user.gid), ')'];
+      const chown = ['-exec', 'chown', '--no-dereference', `${user.uid}:${user.gid}`, '{}', '+'];
+      await exec('find', [...c.writable, c.tmp, ...notYours, ...chown]);
     },
     wrap(c, cwd, file, args) {
       const mounts = mountArgs(c);

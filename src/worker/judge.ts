@@ -1,12 +1,13 @@
 // The judge: the snapshot's tree checked out into a fresh folder the agent never saw, setup run
 // again there, the grader run in a sandbox of its own with the protected paths read-only, and what
 // the graded code wrote under protected paths caught (episode.ts grades again when the machine ran short).
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JUDGE_PLANTED_NAMED_MAX, JUDGE_WRITTEN_NAMED_MAX } from '../core/bounds.js';
 import { CONFIG_PATH } from '../core/config.js';
-import { matchesAny } from '../core/globs.js';
+import { guardedFolders, matchesAny } from '../core/globs.js';
 import { addCleaned, type Cleaned, removeTree, sweepTree } from '../io/agent-files.js';
+import { GitError } from '../io/git.js';
 import { NO_ACCOUNT, type Unaccounted } from '../io/sandbox.js';
 import { expandHome, graderConfinement, judgeFixedPaths, privateTmp, setupConfinement } from './boundary.js';
 import { checkoutInto, rewriteFiles, untrackedPaths } from './cleanroom.js';
@@ -36,19 +37,26 @@ export async function judge(
         return { ...NO_GRADING, reason: `in the judge's checkout, ${setup.failure}`, setupLog, setupFailed: true };
       }
     }
-    // 3. The grader, then what the graded code wrote under protected paths.
-    const grading = await gradeInJudge(bench, env);
+    // 3. The grader, then what the graded code wrote under protected paths, or made and removed there.
+    const confine = graderConfined(bench);
+    // Handed over first: the change times read next are then the grader's to move, not forkflush's.
+    await confine?.sandbox.handOver(confine.confinement);
+    const guarded = guardedFolders(bench.treeFiles, bench.protectedGlobs);
+    const before = await folderStamps(bench.dir, guarded);
+    const grading = await gradeInJudge(bench, env, confine);
+    const touched = await changedFolders(bench.dir, before);
     const left = await sweepTree(bench.dir, job.signal);
     addCleaned(swept, left.cleaned);
-    const written = await writtenUnderProtected(bench, left.paths);
-    const result =
-      written.length > 0 && grading.score !== null
-        ? {
-            ...grading,
-            score: null,
-            reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, JUDGE_WRITTEN_NAMED_MAX)}`,
-          }
-        : grading;
+    const written = left.complete ? await writtenUnderProtected(bench, left.paths) : null;
+    const voided =
+      written === null
+        ? `the graded code left more in the judge's checkout than forkflush can list (${UNLISTABLE}), so what it wrote under protected paths is not known`
+        : written.length > 0
+          ? `the graded code wrote under protected paths while the grader ran: ${listSome(written, JUDGE_WRITTEN_NAMED_MAX)}`
+          : touched.length > 0
+            ? `the graded code added or removed files in ${listSome(touched, JUDGE_WRITTEN_NAMED_MAX)} while the grader ran, where a new file can be at a protected path (one made and removed again is not seen after)`
+            : null;
+    const result = voided && grading.score !== null ? { ...grading, score: null, reason: voided } : grading;
     return { ...result, ...(setupLog !== undefined ? { setupLog } : {}) };
   } finally {
     bench.account.release();
@@ -104,11 +112,17 @@ function confined(b: Bench, confinement: () => Unaccounted) {
   return b.sandbox ? { sandbox: b.sandbox, confinement: { ...confinement(), account: b.account } } : undefined;
 }
 
-/** Files in the checkout that the commit does not have, at protected paths. */
-async function madeAtProtectedPaths(b: Bench): Promise<string[]> {
-  const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false });
-  return made.filter((p) => matchesAny(p, b.protectedGlobs));
+/** Files in the checkout that the commit does not have, at protected paths; null: too many to list. */
+async function madeAtProtectedPaths(b: Bench): Promise<string[] | null> {
+  const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false }).catch((e: unknown) => {
+    if (e instanceof GitError && /its output passed/.test(e.message)) return null;
+    throw e;
+  });
+  return made === null ? null : made.filter((p) => matchesAny(p, b.protectedGlobs));
 }
+
+/** What the judge cannot list: more special files than its sweep keeps, or more new paths than git's output. */
+const UNLISTABLE = 'more than 10 MB of special files or git redirects, or 64 MB of new paths';
 
 /**
  * Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is made
@@ -133,6 +147,8 @@ async function setupInJudge(b: Bench, swept: Cleaned): Promise<{ log: string; fa
   // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
   // the protected files are written afresh, so that no hard link it made reaches them.
   const planted = await madeAtProtectedPaths(b);
+  if (planted === null)
+    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
   for (const p of planted) await removeTree(join(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})\n`;
@@ -146,27 +162,54 @@ async function setupInJudge(b: Bench, swept: Cleaned): Promise<{ log: string; fa
  * box, or a shared sandbox.write folder) can reach the grading of its work. The protected paths
  * are read-only while the grader runs the agent's code: a solver could rewrite the checker.
  */
-function gradeInJudge(b: Bench, env: NodeJS.ProcessEnv): Promise<JudgeGrading> {
+function gradeInJudge(b: Bench, env: NodeJS.ProcessEnv, confine: GraderConfined): Promise<JudgeGrading> {
   const { job, dir, tmp, sandbox } = b;
-  const fixed = sandbox ? judgeFixedPaths(b.treeFiles, b.protectedGlobs) : undefined;
   return runGrader(
     job.config,
     dir,
     { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
-    confined(b, () => graderConfinement(dir, tmp, b.judgePlaces, job.config, b.source, b.agentPlaces, fixed)),
+    confine,
     job.signal,
   );
 }
+
+/** The grader's confinement in the judge: the protected paths read-only (none without a sandbox). */
+function graderConfined(b: Bench) {
+  const { job, dir, tmp, sandbox } = b;
+  const fixed = sandbox ? judgeFixedPaths(b.treeFiles, b.protectedGlobs) : undefined;
+  return confined(b, () => graderConfinement(dir, tmp, b.judgePlaces, job.config, b.source, b.agentPlaces, fixed));
+}
+type GraderConfined = ReturnType<typeof graderConfined>;
 
 /**
  * A file at a protected path the checkout did not have was made while the grader ran the agent's
  * code (a conftest.py in a protected tests folder): what it graded was not the commit. A FIFO or
  * a socket there (`swept`: what the sweep removed) counts too.
  */
-async function writtenUnderProtected(b: Bench, swept: string[]): Promise<string[]> {
+async function writtenUnderProtected(b: Bench, swept: string[]): Promise<string[] | null> {
   const tracked = new Set(b.treeFiles);
   const sweptThere = swept.filter((p) => !tracked.has(p) && matchesAny(p, b.protectedGlobs));
-  return [...sweptThere, ...(await madeAtProtectedPaths(b))];
+  const made = await madeAtProtectedPaths(b);
+  return made === null ? null : [...sweptThere, ...made];
+}
+
+/**
+ * Each folder's inode and change time (ctime: no process of the sandbox's user can set it back),
+ * which a file made, renamed or removed in it moves on; null for one that is not there.
+ */
+async function folderStamps(dir: string, folders: string[]): Promise<Map<string, string | null>> {
+  const stamps = new Map<string, string | null>();
+  for (const f of folders) {
+    const s = await lstat(join(dir, f), { bigint: true }).catch(() => null);
+    stamps.set(f, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
+  }
+  return stamps;
+}
+
+/** The folders whose stamp moved since `before`. */
+async function changedFolders(dir: string, before: Map<string, string | null>): Promise<string[]> {
+  const now = await folderStamps(dir, [...before.keys()]);
+  return [...before].filter(([f, stamp]) => now.get(f) !== stamp).map(([f]) => f);
 }
 
 function listSome(paths: string[], n: number): string {

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { matchesGlob } from '../../src/core/globs.js';
+import { guardedFolders, matchesGlob } from '../../src/core/globs.js';
 
 const FILES = [
   'grade.mjs',
@@ -62,5 +62,23 @@ describe('protected globs', () => {
       .filter(Boolean)
       .sort();
     expect(FILES.filter((f) => matchesGlob(f, pattern)).sort()).toEqual(git);
+  });
+});
+
+describe('guardedFolders: where a file the tree lacks could be at a protected path', () => {
+  const tree = ['grade.sh', 'checks/a.txt', 'checks/deep/b.txt', 'tests/test_a.py', 'src/x.ts', 'data/cases/1.txt'];
+  it.each([
+    // The glob's folder, when only its last part has wildcards.
+    [['checks/*.txt'], ['checks']],
+    // A literal path the tree has is pinned read-only itself; one it lacks guards its folder.
+    [['tests/test_a.py'], []],
+    [['tests/conftest.py'], ['tests']],
+    // A wildcard in a folder part: the literal folder and every folder below it.
+    [['checks/**/*.txt'], ['checks', 'checks/deep']],
+    [['data/**'], ['data', 'data/cases']],
+    // Never the top folder, where graders write what they make, nor a folder the tree lacks.
+    [['*.lock', 'grade.sh', '**/conftest.py', 'out/*.json'], []],
+  ])('%j guards %j', (globs, folders) => {
+    expect(guardedFolders(tree, globs)).toEqual(folders);
   });
 });
