@@ -240,3 +240,15 @@ describeSandboxed("round 7: what the judge's setup plants at a protected path, i
     expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
   }, 300_000);
 });
+
+describeSandboxed('round 7: a repository the agent makes inside its workspace', () => {
+  it('its files are recorded and graded, not a link to a commit the repository lacks', async () => {
+    const repo = makeAttackRepo({
+      agent: `sh -c 'mkdir -p sub && cd sub && git init -q && echo 5 > f && git add f && git -c user.name=a -c user.email=a@b commit -qm x'`,
+      grader: "sh -c 'cat sub/f 2>/dev/null || echo 1'",
+    });
+    const { result } = await runLocal(repo);
+    expect(result.score, result.reason ?? result.note ?? '').toBe(5);
+    expect(repo.git('ls-tree', result.commit ?? '', 'sub/')).toMatch(/^100644 blob \S+\tsub\/f$/);
+  }, 300_000);
+});
