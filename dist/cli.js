@@ -4004,10 +4004,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start: start2, key: key2, sep: sep3, value } = collItem;
+        const { start: start2, key: key2, sep: sep4, value } = collItem;
         const keyProps = resolveProps.resolveProps(start2, {
           indicator: "explicit-key-ind",
-          next: key2 ?? sep3?.[0],
+          next: key2 ?? sep4?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -4021,7 +4021,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key2 && key2.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep3) {
+          if (!keyProps.anchor && !keyProps.tag && !sep4) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -4045,7 +4045,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep3 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep4 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -4061,7 +4061,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep4, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -4152,7 +4152,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep3 = "";
+        let sep4 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -4166,13 +4166,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep3 + cb;
-              sep3 = "";
+                comment += sep4 + cb;
+              sep4 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep3 += source;
+                sep4 += source;
               hasSpace = true;
               break;
             default:
@@ -4215,18 +4215,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start: start2, key: key2, sep: sep3, value } = collItem;
+        const { start: start2, key: key2, sep: sep4, value } = collItem;
         const props = resolveProps.resolveProps(start2, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key2 ?? sep3?.[0],
+          next: key2 ?? sep4?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep3 && !value) {
+          if (!props.anchor && !props.tag && !sep4 && !value) {
             if (i === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i < fc.items.length - 1)
@@ -4280,8 +4280,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap2 && !sep3 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
+        if (!isMap2 && !sep4 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep4, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -4293,7 +4293,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key2))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep3 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep4 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -4304,8 +4304,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap2 && !props.found && ctx.options.strict) {
-              if (sep3)
-                for (const st of sep3) {
+              if (sep4)
+                for (const st of sep4) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -4322,7 +4322,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep4, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -4502,7 +4502,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i + 1;
       }
       let value = "";
-      let sep3 = "";
+      let sep4 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
         value += lines2[i][0].slice(trimIndent) + "\n";
@@ -4519,24 +4519,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep3 + indent.slice(trimIndent) + content;
-          sep3 = "\n";
+          value += sep4 + indent.slice(trimIndent) + content;
+          sep4 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep3 === " ")
-            sep3 = "\n";
-          else if (!prevMoreIndented && sep3 === "\n")
-            sep3 = "\n\n";
-          value += sep3 + indent.slice(trimIndent) + content;
-          sep3 = "\n";
+          if (sep4 === " ")
+            sep4 = "\n";
+          else if (!prevMoreIndented && sep4 === "\n")
+            sep4 = "\n\n";
+          value += sep4 + indent.slice(trimIndent) + content;
+          sep4 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep3 === "\n")
+          if (sep4 === "\n")
             value += "\n";
           else
-            sep3 = "\n";
+            sep4 = "\n";
         } else {
-          value += sep3 + content;
-          sep3 = " ";
+          value += sep4 + content;
+          sep4 = " ";
           prevMoreIndented = false;
         }
       }
@@ -4719,25 +4719,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep3 = " ";
+      let sep4 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep3 === "\n")
-            res += sep3;
+          if (sep4 === "\n")
+            res += sep4;
           else
-            sep3 = "\n";
+            sep4 = "\n";
         } else {
-          res += sep3 + lm;
-          sep3 = " ";
+          res += sep4 + lm;
+          sep4 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep3 + (match?.[1] ?? "");
+      return res + sep4 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -5547,14 +5547,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start: start2, key: key2, sep: sep3, value }) {
+    function stringifyItem({ start: start2, key: key2, sep: sep4, value }) {
       let res = "";
       for (const st of start2)
         res += st.source;
       if (key2)
         res += stringifyToken(key2);
-      if (sep3)
-        for (const st of sep3)
+      if (sep4)
+        for (const st of sep4)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -6721,18 +6721,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start2 = getFirstKeyStartProps(prev);
-          let sep3;
+          let sep4;
           if (scalar.end) {
-            sep3 = scalar.end;
-            sep3.push(this.sourceToken);
+            sep4 = scalar.end;
+            sep4.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep3 = [this.sourceToken];
+            sep4 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start: start2, key: scalar, sep: sep3 }]
+            items: [{ start: start2, key: scalar, sep: sep4 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -6885,15 +6885,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start3 = getFirstKeyStartProps(it.start);
                   const key2 = it.key;
-                  const sep3 = it.sep;
-                  sep3.push(this.sourceToken);
+                  const sep4 = it.sep;
+                  sep4.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start3, key: key2, sep: sep3 }]
+                    items: [{ start: start3, key: key2, sep: sep4 }]
                   });
                 } else if (start2.length > 0) {
                   it.sep = it.sep.concat(start2, this.sourceToken);
@@ -7087,13 +7087,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start2 = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep3 = fc.end.splice(1, fc.end.length);
-            sep3.push(this.sourceToken);
+            const sep4 = fc.end.splice(1, fc.end.length);
+            sep4.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start: start2, key: fc, sep: sep3 }]
+              items: [{ start: start2, key: fc, sep: sep4 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -7391,6 +7391,7 @@ var SECRET_MIN_CHARS = 8;
 var RECORDED_FILE_MAX_BYTES = 100 * MiB;
 var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
 var RECORDED_CHANGES_MAX_FILES = 1e5;
+var RECORDED_TREE_LISTING_MAX_BYTES = 32e6;
 var PINNED_PROTECTED_MAX_FILES = 256;
 var UNTRACKED_CANDIDATES_MAX_FILES = 5e3;
 var REPORTED_FIGURE_MAX = 1e15;
@@ -7902,7 +7903,9 @@ function bubblewrap(name2, as, nproc, filters) {
     async handOver(c) {
       const user = c.account.user;
       if (!user || c.writable.length === 0) return;
-      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+      const notYours = ["(", "!", "-user", String(user.uid), "-o", "!", "-group", String(user.gid), ")"];
+      const chown = ["-exec", "chown", "--no-dereference", `${user.uid}:${user.gid}`, "{}", "+"];
+      await exec("find", [...c.writable, c.tmp, ...notYours, ...chown]);
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
@@ -8038,7 +8041,7 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
 function exec(file2, args, fd3) {
-  return new Promise((resolve7) => {
+  return new Promise((resolve8) => {
     const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
@@ -8048,11 +8051,11 @@ function exec(file2, args, fd3) {
     if (fd3) writeFd3(child, fd3);
     child.on("error", (e) => {
       clearTimeout(timer);
-      resolve7({ code: 127, stdout, stderr: e.message });
+      resolve8({ code: 127, stdout, stderr: e.message });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve7({ code: code ?? 1, stdout, stderr });
+      resolve8({ code: code ?? 1, stdout, stderr });
     });
   });
 }
@@ -8101,7 +8104,7 @@ function runProcess(file2, args, options) {
 }
 function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  return new Promise((resolve7) => {
+  return new Promise((resolve8) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), options.timeoutMs);
@@ -8131,7 +8134,7 @@ function spawnAndWait(file2, args, options, confined2) {
     };
     void waitForEnd(child, output2, settle2).then(async (result) => {
       await stopper.strayGone();
-      resolve7(result);
+      resolve8(result);
     });
     child.on("exit", () => {
       if (child.pid !== void 0) running.delete(child.pid);
@@ -8140,7 +8143,7 @@ function spawnAndWait(file2, args, options, confined2) {
   });
 }
 function waitForEnd(child, output2, settle2) {
-  return new Promise((resolve7) => {
+  return new Promise((resolve8) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8156,7 +8159,7 @@ function waitForEnd(child, output2, settle2) {
       child.stderr.destroy();
       const result = settle2(ended, spawnError);
       output2.log?.end();
-      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve7(result));
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve8(result));
     };
     const drain = (seen, polls) => {
       if (output2.chunks() === seen || polls === 0) finish();
@@ -8270,7 +8273,7 @@ function openLog(path, maxBytes, stop3) {
   let open4 = stream;
   let logged = 0;
   let problem2 = null;
-  const closed = new Promise((resolve7) => stream.once("close", () => resolve7()));
+  const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
     open4 = void 0;
@@ -13451,7 +13454,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve7) {
+function isRecursive(inst, stack, resolve8) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -13461,7 +13464,7 @@ function isRecursive(inst, stack, resolve7) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer2 = isRecursive(child, stack, resolve7);
+      const answer2 = isRecursive(child, stack, resolve8);
       if (answer2 > result)
         result = answer2;
     }
@@ -13472,7 +13475,7 @@ function isRecursive(inst, stack, resolve7) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve7) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve8) : NONE;
       if (child > answer2)
         answer2 = child;
     }
@@ -13536,7 +13539,7 @@ function isRecursive(inst, stack, resolve7) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve7 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve8 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -28884,6 +28887,24 @@ function globRegExp(pattern) {
   cache.set(pattern, compiled);
   return compiled;
 }
+function guardedFolders(files, globs, max = 1e4) {
+  const folders = /* @__PURE__ */ new Set();
+  for (const f2 of files) for (let i = f2.indexOf("/"); i > 0; i = f2.indexOf("/", i + 1)) folders.add(f2.slice(0, i));
+  const present = new Set(files);
+  const guarded = /* @__PURE__ */ new Set();
+  for (const glob of globs) {
+    const parts = glob.replace(/^\.\//, "").replace(/\/+$/, "").split("/");
+    const wild = parts.findIndex((p) => /[*?[{]/.test(p));
+    const last = parts.length - 1;
+    if (wild === -1 && present.has(parts.join("/"))) continue;
+    const folder = parts.slice(0, wild === -1 ? last : wild).join("/");
+    if (folder === "") continue;
+    if (wild !== -1 && (wild < last || parts[last]?.includes("**"))) {
+      for (const d of folders) if (d === folder || d.startsWith(`${folder}/`)) guarded.add(d);
+    } else if (folders.has(folder)) guarded.add(folder);
+  }
+  return [...guarded].sort().slice(0, max);
+}
 
 // src/core/json.ts
 function isRecord(v) {
@@ -30153,8 +30174,8 @@ function journalEntry(config2, phase, e, r) {
 }
 function appendToJournal(existing, entry) {
   const header = existing.trim() === "" ? "# Journal\n\n" : "";
-  const sep3 = existing === "" || existing.endsWith("\n") ? "" : "\n";
-  return `${header}${existing}${sep3}${entry}
+  const sep4 = existing === "" || existing.endsWith("\n") ? "" : "\n";
+  return `${header}${existing}${sep4}${entry}
 `;
 }
 var TRAILERS = {
@@ -32098,7 +32119,7 @@ function runsSection(r) {
 // src/local/compare.ts
 import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir13, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join31, relative as relative5 } from "node:path";
+import { join as join31, relative as relative6 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -32391,14 +32412,14 @@ function compareResults(m, states, config2) {
     const ra = row(...a);
     const rb = row(...b);
     if (!ra || !rb || ra.runs === 0 || rb.runs === 0) return;
-    const relative7 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
+    const relative8 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
     const gain = (x) => x === null || initial === null ? null : goodness(x, direction) - goodness(initial, direction);
     const [ga, gb] = [gain(ra.mean), gain(rb.mean)];
     const relativeGain = ga !== null && gb !== null && gb > 0 ? ga / gb - 1 : null;
     comparisons.push({
       a: { strategy: a[0], variant: a[1] },
       b: { strategy: b[0], variant: b[1] },
-      relative: relative7,
+      relative: relative8,
       relativeGain,
       paper,
       paired: paired(bySeed(...a), bySeed(...b), direction)
@@ -33088,23 +33109,30 @@ var TRAP_RULE = [
 ];
 async function sweepTree(dir, signal) {
   const found = /* @__PURE__ */ new Set();
-  for (let pass = 0; pass < 2; pass++) {
-    const r = await runProcess("find", [".", "-mindepth", "1", "(", ...TRAP_RULE, ")", "-print0", "-delete"], {
+  let complete = true;
+  const find = async (rule, then) => {
+    const r = await runProcess("find", [".", ...rule, "-print0", ...then], {
       cwd: dir,
       timeoutMs: GIT_TIMEOUT_MS,
       maxOutput: 1e7,
       ...signal ? { signal } : {}
     });
     if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be swept: ${r.stopped ?? r.spawnError}`);
+    if (r.outputCut) complete = false;
     for (const name2 of r.stdout.split("\0")) if (name2) found.add(name2.replace(/^\.\//, ""));
-    if (r.exitCode === 0) break;
+    return r.exitCode;
+  };
+  for (let pass = 0; pass < 2; pass++) {
+    if (await find(["-mindepth", "1", "(", ...TRAP_RULE, ")"], ["-delete"]) === 0) break;
     await exec2("chmod", ["-R", "u+rwX", "--", dir]).catch(() => {
     });
   }
+  await find(["-mindepth", "2", "-name", ".git", "-type", "d", "-prune"], ["-exec", "rm", "-rf", "--", "{}", "+"]);
   const paths = [...found];
   return {
     cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
-    paths
+    paths,
+    complete
   };
 }
 async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
@@ -33427,7 +33455,7 @@ async function readMap(dir) {
 // src/agents/aider.ts
 import { isUtf8 as isUtf82 } from "node:buffer";
 import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
-import { dirname as dirname3, join as join3, resolve } from "node:path";
+import { dirname as dirname3, join as join3, resolve as resolve2 } from "node:path";
 
 // src/core/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -33684,6 +33712,7 @@ async function followLog(logFile, on2) {
 }
 
 // src/io/git.ts
+import { isAbsolute as isAbsolute2, relative, resolve, sep as sep2 } from "node:path";
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
     super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
@@ -33790,6 +33819,15 @@ var Git = class _Git {
     return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
   }
 };
+async function trackedHooksGlob(repo) {
+  const git = new Git(repo);
+  const r = await git.exec(["config", "--show-scope", "--get-all", "core.hooksPath"], { check: false });
+  const set2 = r.stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).at(-1)?.split("	")[1]?.trim();
+  if (!set2 || set2.startsWith("~")) return null;
+  const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
+  const rel = relative(top, resolve(top, set2));
+  return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : `${rel.split(sep2).join("/")}/**`;
+}
 
 // src/agents/model-apis.ts
 var BEARER = ["authorization"];
@@ -33935,16 +33973,16 @@ var aider = defineSpec({
 async function excludeAiderFiles(workdir) {
   const r = await new Git(workdir).exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve(workdir, r.stdout.trim());
+  const file2 = resolve2(workdir, r.stdout.trim());
   try {
     const text = await readFile2(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return;
     await mkdir(dirname3(file2), { recursive: true });
-    const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
+    const sep4 = text === "" || text.endsWith("\n") ? "" : "\n";
     const entry = `# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
 `;
-    await writeFile(file2, `${text}${sep3}${entry}`);
+    await writeFile(file2, `${text}${sep4}${entry}`);
   } catch (e) {
     return `could not add ${EXCLUDE} to ${file2} (${e.message}): aider's cache may be committed`;
   }
@@ -35874,8 +35912,8 @@ function sectionFor(state, e) {
 function withSection(journal, section) {
   if (journal.includes(section)) return journal;
   const header = journal.trim() === "" ? "# Journal\n\n" : "";
-  const sep3 = journal === "" || journal.endsWith("\n\n") ? "" : journal.endsWith("\n") ? "\n" : "\n\n";
-  return `${header}${journal}${sep3}${section}`;
+  const sep4 = journal === "" || journal.endsWith("\n\n") ? "" : journal.endsWith("\n") ? "\n" : "\n\n";
+  return `${header}${journal}${sep4}${section}`;
 }
 
 // src/core/prompts.ts
@@ -36196,7 +36234,18 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
     }
   }
   const tree = await own3.out(["write-tree"], { index });
+  await refuseLongListing(own3, tree);
   return { tree, protectedChanged, index, cleaned };
+}
+async function refuseLongListing(own3, tree) {
+  const listed = await own3.exec(["ls-tree", "-r", "-z", "--name-only", tree]).then((r) => r.stdout.length).catch((e) => {
+    if (e instanceof GitError && /its output passed/.test(e.message)) return Number.POSITIVE_INFINITY;
+    throw e;
+  });
+  if (listed > RECORDED_TREE_LISTING_MAX_BYTES)
+    throw new Error(
+      `the workspace's paths, listed, pass ${megabytes(RECORDED_TREE_LISTING_MAX_BYTES)} (fewer files, or shorter names); keep generated files out with .gitignore`
+    );
 }
 async function refuseOversized(own3, workspace, index, ignore) {
   const listed = await own3.out(
@@ -36210,7 +36259,10 @@ async function refuseOversized(own3, workspace, index, ignore) {
   let files = 0;
   for (const line of listed.split("\n").filter(Boolean)) {
     const name2 = unquoteGitPath(line);
-    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch(() => null);
+    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch((e) => {
+      if (e.code === "ENOENT" || e.code === "ENOTDIR") return null;
+      throw new Error(`${JSON.stringify(name2.toString("utf8").slice(0, 80))}... cannot be examined (${e.code})`);
+    });
     if (!s) continue;
     if (++files > RECORDED_CHANGES_MAX_FILES)
       throw new Error(
@@ -36640,8 +36692,8 @@ function isInternal(address) {
 }
 function screenLookup(host) {
   let timer;
-  const late = new Promise((resolve7) => {
-    timer = setTimeout(() => resolve7(null), EGRESS_SCREEN_LOOKUP_MS);
+  const late = new Promise((resolve8) => {
+    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
   });
   return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
@@ -36656,19 +36708,19 @@ function splice(a, b) {
   b.on("error", end).on("close", end);
 }
 function dial(host, port) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     const s = connect({ host, port, noDelay: true });
     s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
-      resolve7(s);
+      resolve8(s);
     });
     s.once("error", reject);
   });
 }
 function tunnel(via, host, port) {
   return dial(via.hostname, Number(via.port || 80)).then(
-    (s) => new Promise((resolve7, reject) => {
+    (s) => new Promise((resolve8, reject) => {
       const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
       const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
 ` : "";
@@ -36691,7 +36743,7 @@ ${auth}\r
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
-        resolve7(s);
+        resolve8(s);
       };
       s.on("data", onData);
       s.once("error", reject);
@@ -37057,10 +37109,10 @@ function hangUp(client, answer2) {
   client.end(answer2, () => client.destroy());
 }
 function listen(server, socket) {
-  return new Promise((resolve7, reject) => {
+  return new Promise((resolve8, reject) => {
     server.once("error", reject);
-    if (socket) server.listen(socket, () => resolve7(socket));
-    else server.listen(0, "127.0.0.1", () => resolve7(server.address().port));
+    if (socket) server.listen(socket, () => resolve8(socket));
+    else server.listen(0, "127.0.0.1", () => resolve8(server.address().port));
   });
 }
 
@@ -37389,13 +37441,13 @@ async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   };
 }
 function pause(ms, signal) {
-  return new Promise((resolve7) => {
-    if (signal?.aborted) return resolve7();
+  return new Promise((resolve8) => {
+    if (signal?.aborted) return resolve8();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve7();
+      resolve8();
     }
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -37437,9 +37489,9 @@ async function startGradeService(args) {
     evaluations: grading.count,
     close: async () => {
       closing.abort();
-      await new Promise((resolve7) => {
+      await new Promise((resolve8) => {
         grading.server.closeAllConnections();
-        grading.server.close(() => resolve7());
+        grading.server.close(() => resolve8());
       });
       await grading.queue();
       await rm11(socketDir, { recursive: true, force: true });
@@ -37493,9 +37545,9 @@ async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
-  await new Promise((resolve7, reject) => {
+  await new Promise((resolve8, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve7);
+    server.listen(socket, resolve8);
   });
   await chmod3(socket, 438);
   return { socketDir, socket };
@@ -37545,12 +37597,12 @@ function withoutJudgeOnly(config2) {
 
 // src/worker/hidden-paths.ts
 import { stat as stat4 } from "node:fs/promises";
-import { dirname as dirname8, isAbsolute as isAbsolute3, relative, resolve as resolve2 } from "node:path";
+import { dirname as dirname8, isAbsolute as isAbsolute4, relative as relative2, resolve as resolve3 } from "node:path";
 
 // src/io/executables.ts
 import { constants as constants2 } from "node:fs";
 import { access, stat as stat3 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join16 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join16 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat3(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -37560,10 +37612,10 @@ async function isExecutable(file2) {
   );
 }
 async function findExecutable(name2, path) {
-  if (isAbsolute2(name2)) return await isExecutable(name2) ? name2 : null;
+  if (isAbsolute3(name2)) return await isExecutable(name2) ? name2 : null;
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
-    if (!isAbsolute2(dir)) continue;
+    if (!isAbsolute3(dir)) continue;
     const file2 = join16(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
@@ -37582,14 +37634,14 @@ async function hiddenPathFailure(missing, text, c) {
     return {
       kind: "hidden-path",
       quote: quoteLine(line),
-      fix: repo ? `${outside} is in the repository, which the sandbox hides (the workspace is the episode's checkout of it): name it relative to the repository (${relative(repo, outside)}) in the config, then start a new run` : `${outside} is there, but the sandbox hides ${folder}: add it to the config (sandbox: {read: [${JSON.stringify(folder)}]}), or move it into the repository, then start a new run`
+      fix: repo ? `${outside} is in the repository, which the sandbox hides (the workspace is the episode's checkout of it): name it relative to the repository (${relative2(repo, outside)}) in the config, then start a new run` : `${outside} is there, but the sandbox hides ${folder}: add it to the config (sandbox: {read: [${JSON.stringify(folder)}]}), or move it into the repository, then start a new run`
     };
   }
   return null;
 }
 async function whereOutside(name2, c) {
   let found = null;
-  if (isAbsolute3(name2)) found = await stat4(name2).catch(() => null) ? resolve2(name2) : null;
+  if (isAbsolute4(name2)) found = await stat4(name2).catch(() => null) ? resolve3(name2) : null;
   else if (!name2.includes("/")) found = await findExecutable(name2, c.path);
   if (!found || isInside(found, c.workspace)) return null;
   return found;
@@ -37621,11 +37673,18 @@ async function startServices(job, b, stopForBudget) {
   const { config: config2, episode: episode2, places, isolation } = job;
   const sandbox = isolation.sandbox;
   const account = sandbox?.account() ?? NO_ACCOUNT;
+  const egress = await startEgress({ config: config2, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
+    (e) => {
+      account.release();
+      throw e;
+    }
+  );
+  const asked = Object.keys(b.askedGradingEnv).filter((name2) => egress.env[name2] !== void 0);
   const grading = await startGradeService({
     config: config2,
     workdir: places.workspace,
     box: b.box,
-    env: { ...b.askedGradingEnv, ...b.home },
+    env: { ...Object.fromEntries(asked.map((name2) => [name2, egress.env[name2]])), ...b.home },
     ...sandbox ? {
       confine: {
         sandbox,
@@ -37639,17 +37698,11 @@ async function startServices(job, b, stopForBudget) {
     } : {},
     limit: config2.budget.unit === "evaluations" ? Math.max(1, Math.floor(episode2.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort("budget")
-  }).catch((e) => {
+  }).catch(async (e) => {
+    await egress.close();
     account.release();
     throw e;
   });
-  const egress = await startEgress({ config: config2, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
-    async (e) => {
-      await grading.close();
-      account.release();
-      throw e;
-    }
-  );
   const confinement = { ...agentConfinement(places, config2, b.source), account };
   confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
   const removed = { ...NOTHING_CLEANED };
@@ -37832,7 +37885,7 @@ function seconds3(s) {
 }
 
 // src/worker/judge.ts
-import { mkdir as mkdir12 } from "node:fs/promises";
+import { lstat as lstat6, mkdir as mkdir12 } from "node:fs/promises";
 import { join as join20 } from "node:path";
 
 // src/worker/setup.ts
@@ -38050,15 +38103,17 @@ async function judge(job, tree, env, swept) {
         return { ...NO_GRADING, reason: `in the judge's checkout, ${setup.failure}`, setupLog, setupFailed: true };
       }
     }
-    const grading = await gradeInJudge(bench, env);
+    const confine = graderConfined(bench);
+    await confine?.sandbox.handOver(confine.confinement);
+    const guarded = guardedFolders(bench.treeFiles, bench.protectedGlobs);
+    const before = await folderStamps(bench.dir, guarded);
+    const grading = await gradeInJudge(bench, env, confine);
+    const touched = await changedFolders(bench.dir, before);
     const left = await sweepTree(bench.dir, job.signal);
     addCleaned(swept, left.cleaned);
-    const written = await writtenUnderProtected(bench, left.paths);
-    const result = written.length > 0 && grading.score !== null ? {
-      ...grading,
-      score: null,
-      reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, JUDGE_WRITTEN_NAMED_MAX)}`
-    } : grading;
+    const written = left.complete ? await writtenUnderProtected(bench, left.paths) : null;
+    const voided = written === null ? `the graded code left more in the judge's checkout than forkflush can list (${UNLISTABLE}), so what it wrote under protected paths is not known` : written.length > 0 ? `the graded code wrote under protected paths while the grader ran: ${listSome(written, JUDGE_WRITTEN_NAMED_MAX)}` : touched.length > 0 ? `the graded code added or removed files in ${listSome(touched, JUDGE_WRITTEN_NAMED_MAX)} while the grader ran, where a new file can be at a protected path (one made and removed again is not seen after)` : null;
+    const result = voided && grading.score !== null ? { ...grading, score: null, reason: voided } : grading;
     return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {
     bench.account.release();
@@ -38107,9 +38162,13 @@ function confined(b, confinement) {
   return b.sandbox ? { sandbox: b.sandbox, confinement: { ...confinement(), account: b.account } } : void 0;
 }
 async function madeAtProtectedPaths(b) {
-  const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false });
-  return made.filter((p) => matchesAny(p, b.protectedGlobs));
+  const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false }).catch((e) => {
+    if (e instanceof GitError && /its output passed/.test(e.message)) return null;
+    throw e;
+  });
+  return made === null ? null : made.filter((p) => matchesAny(p, b.protectedGlobs));
 }
+var UNLISTABLE = "more than 10 MB of special files or git redirects, or 64 MB of new paths";
 async function setupInJudge(b, swept) {
   const { job, dir, index, source } = b;
   const setupTmp = join20(job.scratchDir, "judge-setup-tmp");
@@ -38127,6 +38186,8 @@ async function setupInJudge(b, swept) {
 `;
   if (run2.failure) return { log, failure: run2.failure };
   const planted = await madeAtProtectedPaths(b);
+  if (planted === null)
+    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
   for (const p of planted) await removeTree(join20(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})
@@ -38135,21 +38196,38 @@ async function setupInJudge(b, swept) {
   await rewriteFiles(job.own, dir, index, protectedFiles);
   return { log };
 }
-function gradeInJudge(b, env) {
+function gradeInJudge(b, env, confine) {
   const { job, dir, tmp, sandbox } = b;
-  const fixed = sandbox ? judgeFixedPaths(b.treeFiles, b.protectedGlobs) : void 0;
   return runGrader(
     job.config,
     dir,
     { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
-    confined(b, () => graderConfinement(dir, tmp, b.judgePlaces, job.config, b.source, b.agentPlaces, fixed)),
+    confine,
     job.signal
   );
+}
+function graderConfined(b) {
+  const { job, dir, tmp, sandbox } = b;
+  const fixed = sandbox ? judgeFixedPaths(b.treeFiles, b.protectedGlobs) : void 0;
+  return confined(b, () => graderConfinement(dir, tmp, b.judgePlaces, job.config, b.source, b.agentPlaces, fixed));
 }
 async function writtenUnderProtected(b, swept) {
   const tracked = new Set(b.treeFiles);
   const sweptThere = swept.filter((p) => !tracked.has(p) && matchesAny(p, b.protectedGlobs));
-  return [...sweptThere, ...await madeAtProtectedPaths(b)];
+  const made = await madeAtProtectedPaths(b);
+  return made === null ? null : [...sweptThere, ...made];
+}
+async function folderStamps(dir, folders) {
+  const stamps = /* @__PURE__ */ new Map();
+  for (const f2 of folders) {
+    const s = await lstat6(join20(dir, f2), { bigint: true }).catch(() => null);
+    stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
+  }
+  return stamps;
+}
+async function changedFolders(dir, before) {
+  const now = await folderStamps(dir, [...before.keys()]);
+  return [...before].filter(([f2, stamp]) => now.get(f2) !== stamp).map(([f2]) => f2);
 }
 function listSome(paths, n) {
   return `${paths.slice(0, n).join(", ")}${paths.length > n ? ", ..." : ""}`;
@@ -38448,15 +38526,15 @@ var EpisodeFloor = class {
     const turn = this.queue;
     let done = () => {
     };
-    this.queue = new Promise((resolve7) => {
-      done = resolve7;
+    this.queue = new Promise((resolve8) => {
+      done = resolve8;
     });
     let open4 = () => {
     };
     try {
       await turn;
-      this.gate = new Promise((resolve7) => {
-        open4 = resolve7;
+      this.gate = new Promise((resolve8) => {
+        open4 = resolve8;
       });
       while (this.inFlight > 0 && !signal.aborted) await this.idleOr(signal);
       if (signal.aborted) throw new Error("stopped while waiting to be judged alone");
@@ -38473,9 +38551,9 @@ var EpisodeFloor = class {
     if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
   }
   idleOr(signal) {
-    return new Promise((resolve7) => {
-      this.idle.push(resolve7);
-      signal.addEventListener("abort", () => resolve7(), { once: true });
+    return new Promise((resolve8) => {
+      this.idle.push(resolve8);
+      signal.addEventListener("abort", () => resolve8(), { once: true });
     });
   }
 };
@@ -38538,7 +38616,12 @@ var Driver = class _Driver {
     const o = {
       ...options,
       isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode),
-      signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal
+      signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
+      // Protected beside grader.protected: the config, and the hooks the repository runs from its tree.
+      alsoProtected: [
+        ...options.info.configPathInRepo ? [options.info.configPathInRepo] : [],
+        ...[await trackedHooksGlob(options.info.repo).catch(() => null)].filter((g) => g !== null)
+      ]
     };
     const sealKey = await o.store.sealKey();
     const setupCache = new SetupCache(o.store.path("setup-cache"));
@@ -38665,7 +38748,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
       prompt,
       agent: agentFor(state.config),
       isolation: o.isolation,
-      alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      alsoProtected: o.alsoProtected,
       notes: prepared.notes,
       ...section ? { journalSection: section } : {},
       setupCache,
@@ -38703,15 +38786,15 @@ async function runPool(items, limit, task) {
 import { randomInt } from "node:crypto";
 import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir12, readFile as readFile10, realpath as realpath5, rm as rm16, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname13, join as join29, relative as relative4, resolve as resolve5, sep as sep2 } from "node:path";
+import { dirname as dirname13, join as join29, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpath4, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
+import { dirname as dirname10, isAbsolute as isAbsolute6, join as join23, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
 import { link, mkdir as mkdir13, readdir as readdir9, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
-import { isAbsolute as isAbsolute4, join as join22, resolve as resolve3 } from "node:path";
+import { isAbsolute as isAbsolute5, join as join22, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join22(root, `round-${round2}`);
   if (await readdir9(dir).catch(() => null) !== null) return { dir };
@@ -38749,7 +38832,7 @@ async function linkTree(from, to, objects) {
       if (src === join22(objects, "info", "alternates")) {
         const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
-        return writeFile13(dst, paths.map((l) => isAbsolute4(l) ? l : resolve3(objects, l)).join("\n"));
+        return writeFile13(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
       }
       if (!e.isFile()) return;
       await link(src, dst).catch((err) => {
@@ -38781,9 +38864,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath4(isAbsolute5(common) ? common : resolve4(this.repo, common));
+      const commonDir = await realpath4(isAbsolute6(common) ? common : resolve5(this.repo, common));
       const objects = join23(commonDir, "objects");
-      const alternates = (await readFile7(join23(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute5(l) ? l : resolve4(objects, l));
+      const alternates = (await readFile7(join23(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -38976,17 +39059,17 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat6, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat7, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
 import { dirname as dirname11, join as join26 } from "node:path";
 
 // src/local/grader-reads.ts
 import { readdir as readdir10, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join24, relative as relative2 } from "node:path";
+import { join as join24, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
   const entries = await readdir10(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join24(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join24(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
@@ -39210,7 +39293,7 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat6(join26(repo, f2)).catch(() => null);
+      const s = await lstat7(join26(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
@@ -39238,13 +39321,13 @@ function uncommittedGraderInputs(committed, working) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { basename as basename3, isAbsolute as isAbsolute7, join as join28 } from "node:path";
+import { basename as basename3, isAbsolute as isAbsolute8, join as join28 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
 import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm15, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute6, join as join27, relative as relative3 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute7, join as join27, relative as relative4 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -39313,7 +39396,7 @@ async function neededBy(command2, key2, path) {
   for (const m of command2.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
     const raw = m[1].replace(/[,.]+$/, "");
     const abs = raw.startsWith("~/") ? expandHome(raw) : raw;
-    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute6(abs)) continue;
+    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute7(abs)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s) out.push({ key: key2, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
   }
@@ -39322,7 +39405,7 @@ async function neededBy(command2, key2, path) {
 function hiddenProblem(n, repo) {
   const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
   if (isInside(n.outside, repo)) {
-    return `${n.key} names ${what}, in the repository by its absolute path, which the sandbox hides (episodes run in a checkout of it): name it relative to the repository (${relative3(repo, n.outside) || "."})`;
+    return `${n.key} names ${what}, in the repository by its absolute path, which the sandbox hides (episodes run in a checkout of it): name it relative to the repository (${relative4(repo, n.outside) || "."})`;
   }
   const folder = n.folder ? n.outside : dirname12(n.outside);
   return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}, or move it into the repository`;
@@ -39490,7 +39573,7 @@ async function uncommittedInputs(p) {
   });
 }
 function namedPaths(command2) {
-  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute7(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute8(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
 var INTERPRETERS = /* @__PURE__ */ new Set([
   "node",
@@ -39508,23 +39591,23 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 function fileItRuns(command2) {
   const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
   const [program, file2] = words;
-  if (program?.includes("/") && !isAbsolute7(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
+  if (program?.includes("/") && !isAbsolute8(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
   if (!program || !file2 || !INTERPRETERS.has(basename3(program))) return null;
-  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute7(file2)) return null;
+  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute8(file2)) return null;
   return file2.replace(/^\.\//, "");
 }
 async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
   if (first.includes("/")) {
-    const file2 = isAbsolute7(first) ? first : join28(p.repo, first);
+    const file2 = isAbsolute8(first) ? first : join28(p.repo, first);
     if (await isExecutable(file2)) return null;
     const exists3 = await stat9(file2).then(
       () => true,
       () => false
     );
-    if (!exists3 && !isAbsolute7(first) && p.config.setup.commands.length > 0) return null;
-    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute7(first) ? "" : " in the repository"}`;
+    if (!exists3 && !isAbsolute8(first) && p.config.setup.commands.length > 0) return null;
+    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute8(first) ? "" : " in the repository"}`;
   }
   return await onPath(first, p.env.PATH ?? "") ? null : `${key2}: \`${first}\` is not found on PATH: install it, or name it with its full path`;
 }
@@ -39535,7 +39618,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute7(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join28(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute8(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join28(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
@@ -39545,7 +39628,7 @@ async function onPath(name2, path) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve5(configFile ?? join29(dir, CONFIG_PATH));
+  const file2 = resolve6(configFile ?? join29(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile10(file2, "utf8");
@@ -39561,10 +39644,10 @@ async function loadConfig(dir, configFile, overrides) {
       configFile ? `no config at ${file2}: check the file --config names, or leave --config out to use ${CONFIG_PATH} of the task's repository` : `no config at ${file2}: create ${CONFIG_PATH} with \`forkflush init ${shellQuote(dir)}\` (it asks for the grader, the agent and the budget), or write it by hand (README, "Your own task"), or pass --config FILE`
     );
   }
-  return { config: parseConfig(text, relative4(process.cwd(), file2) || file2, overrides), file: file2 };
+  return { config: parseConfig(text, relative5(process.cwd(), file2) || file2, overrides), file: file2 };
 }
 async function configAbove(dir) {
-  for (let d = dirname13(resolve5(dir)); d !== dirname13(d); d = dirname13(d))
+  for (let d = dirname13(resolve6(dir)); d !== dirname13(d); d = dirname13(d))
     if (await isFile(join29(d, CONFIG_PATH))) return d;
   return null;
 }
@@ -39642,8 +39725,8 @@ async function startRun(o) {
 }
 async function checkRepository(o, r, warnings) {
   const { taskDir, repo, scratch, config: config2, configFile } = r;
-  const rel = relative4(repo, scratch ? join29(repo, relative4(taskDir, configFile)) : configFile);
-  const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
+  const rel = relative5(repo, scratch ? join29(repo, relative5(taskDir, configFile)) : configFile);
+  const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep3) ? null : rel;
   const isolation = await isolationFor(config2.sandbox.mode);
   const { problems, notes } = await preflight({
     repo,
@@ -39680,7 +39763,7 @@ async function committedInputs(git, base, config2, configFile) {
   const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
   if (!await exists3(config2.task)) {
     refuse([
-      `${relative4(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
+      `${relative5(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
     ]);
   }
   const task = await show(config2.task);
@@ -39778,7 +39861,7 @@ async function taskFolder(dir) {
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath5(resolve5(dir));
+  return realpath5(resolve6(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
@@ -39788,7 +39871,7 @@ async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve5(top, r.stdout.trim());
+  const file2 = resolve6(top, r.stdout.trim());
   const text = await readFile10(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
   await mkdir18(join29(file2, ".."), { recursive: true });
@@ -39797,15 +39880,18 @@ async function excludeRunFolders(top) {
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir18(repo, { recursive: true });
-  for (const entry of await readdir12(taskDir)) {
-    if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp4(join29(taskDir, entry), join29(repo, entry), { recursive: true });
-  }
+  await copyTaskFiles(taskDir, repo);
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
+}
+async function copyTaskFiles(taskDir, to) {
+  await mkdir18(to, { recursive: true });
+  for (const entry of await readdir12(taskDir)) {
+    if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
+    await cp4(join29(taskDir, entry), join29(to, entry), { recursive: true });
+  }
 }
 
 // src/local/compare-runs.ts
@@ -40058,7 +40144,7 @@ async function chooseCompare(o) {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const rel = relative5(taskDir, file2);
+  const rel = relative6(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
   return { taskDir, file: file2, created, manifest, resumed, base, configPathInRepo };
 }
@@ -40305,7 +40391,7 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
-import { dirname as dirname14, join as join32, relative as relative6, resolve as resolve6 } from "node:path";
+import { dirname as dirname14, join as join32, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -40339,7 +40425,7 @@ function commitOfTag(listing, tag) {
 // src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
-  const root = resolve6(dir);
+  const root = resolve7(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   parseConfig(config2, CONFIG_PATH);
@@ -40380,7 +40466,7 @@ async function initTask(dir, v, io) {
 `);
   for (const f2 of kept) io.stdout.write(`kept ${f2}: it exists (--force overwrites it)
 `);
-  const near = relative6(process.cwd(), root) || ".";
+  const near = relative7(process.cwd(), root) || ".";
   const here = near.startsWith("..") ? root : near;
   const { problems, toWrite, watched: watched2 } = await tryGraderAndAgent(answers, root, here, io);
   if (v.github === true) {
@@ -41090,7 +41176,7 @@ async function askJudge(s, call, allowance) {
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
-      await readOnly(call.cwd);
+      if (!call.smoke) await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
     if (!reply.ok) reply.log = await keepLog(s, call, join34(dir, "judge.log"));
@@ -41106,7 +41192,11 @@ async function run(s, call, allowance, dir, box, context) {
   const tripletFile2 = call.triplet === void 0 ? null : join34(box, "triplet.json");
   if (tripletFile2 && call.triplet !== void 0) await writeFile18(tripletFile2, call.triplet);
   const noGrader = join34(box, "no-grader");
-  await writeFile18(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
+  const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
+  await writeFile18(noGrader, `#!/bin/sh
+echo '${noGraderSays}' >&2
+exit 2
+`, { mode: 493 });
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
@@ -41127,8 +41217,8 @@ async function run(s, call, allowance, dir, box, context) {
   try {
     const confinement = {
       ...agent,
-      writable: [context, box],
-      readable: [...agent.readable, call.cwd],
+      writable: call.smoke ? [call.cwd, context, box] : [context, box],
+      readable: call.smoke ? agent.readable : [...agent.readable, call.cwd],
       shared: [...agent.shared ?? [], ...egress.bind ? [egress.bind] : []],
       account
     };
@@ -41186,12 +41276,14 @@ async function judged(s, call, allowance, o) {
   if (r.outputCut) return fail("printed more than forkflush keeps of its output; its answer was cut");
   const text = finalMessage(s.judge.kind, r.stdout);
   if (text === null) return fail("gave no final message");
-  return call.step === "spec" ? specReply(text, spent2) : tripletReply(text, spent2, s.judge.kind === "command");
+  return call.step === "spec" ? specReply(text, spent2, call.smoke === true) : tripletReply(text, spent2, s.judge.kind === "command");
 }
-function specReply(text, spent2) {
+function specReply(text, spent2, smoke2) {
   const spec = plainText(text);
-  if (spec.trim() === "")
-    return { ok: false, error: "the judge printed an empty spec", spent: spent2, notStarted: false, log: null };
+  if (spec.trim() === "") {
+    const error62 = smoke2 ? "the agent answered nothing (its final message is empty)" : "the judge printed an empty spec";
+    return { ok: false, error: error62, spent: spent2, notStarted: false, log: null };
+  }
   if (spec.length <= MAP_SPEC_MAX_CHARS) return { ok: true, text: spec, spent: spent2 };
   return {
     ok: true,
@@ -42053,6 +42145,7 @@ interrupted: finished episodes are saved. Continue with: forkflush resume ${open
   return printResult(open4, io);
 }
 async function automationChanged(repo, state) {
+  const hooks = await trackedHooksGlob(repo).catch(() => null);
   const r = await new Git(repo).exec(
     ["diff", "--name-only", "-z", state.base.commit, `refs/heads/${bestBranch(state.id)}`],
     {
@@ -42060,9 +42153,19 @@ async function automationChanged(repo, state) {
     }
   );
   if (r.exitCode !== 0) return [];
-  return r.stdout.split("\0").filter((p) => p !== "" && matchesAny(p, AUTOMATION));
+  const globs = hooks ? [...AUTOMATION, hooks] : AUTOMATION;
+  return r.stdout.split("\0").filter((p) => p !== "" && matchesAny(p, globs));
 }
-var AUTOMATION = [".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitmodules", "**/.gitattributes"];
+var AUTOMATION = [
+  ...[".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitea/workflows/**", ".forgejo/workflows/**"],
+  ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
+  ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
+  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
+  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
+  // What an editor or a shell runs on opening the folder.
+  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
+  ...[".gitmodules", "**/.gitattributes"]
+];
 var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
 async function printResult(open4, io) {
   const state = open4.state;
@@ -42086,7 +42189,7 @@ ${home.join("\n")}
   const automation = home.length > 0 ? await automationChanged(open4.info.repo, state) : [];
   if (automation.length > 0)
     io.stderr.write(
-      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(", ")}${automation.length > 5 ? ` and ${automation.length - 5} more` : ""}; the agent wrote them: read them before you merge
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(", ")}${automation.length > 20 ? ` and ${automation.length - 20} more` : ""}; the agent wrote them: read them before you merge
 `
     );
   for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
@@ -42139,7 +42242,7 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir24, mkdtemp as mkdtemp6, rm as rm20 } from "node:fs/promises";
+import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath6, rm as rm20 } from "node:fs/promises";
 import { tmpdir as tmpdir5 } from "node:os";
 import { join as join39 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
@@ -42155,6 +42258,7 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
+  const taskDir = await realpath6(o.dir);
   const work = await mkdtemp6(join39(tmpdir5(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
@@ -42183,7 +42287,8 @@ async function smoke(o, io) {
         name: "smoke",
         prompt: SMOKE_PROMPT,
         cwd: join39(work, "workspace"),
-        prepare: (cwd) => checkoutHead(top, cwd, join39(work, "smoke.index")),
+        // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
+        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join39(work, "smoke.index")) : copyTaskFiles(o.dir, cwd),
         seed: 0
       },
       allowance
@@ -42216,7 +42321,6 @@ async function gitTop2(dir) {
 }
 async function checkoutHead(top, cwd, index) {
   await mkdir24(cwd, { recursive: true });
-  if (!top) return;
   await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
     env: { GIT_INDEX_FILE: index }
   });

@@ -1,11 +1,12 @@
 // `forkflush run --smoke`: the task's agent started once, as an episode starts it (forkflush's
 // sandbox, its egress proxy holding the keys, the allowlisted environment, a fresh context), on a
-// tiny prompt with a small cap, in a read-only checkout of the committed tree; prints what it
+// tiny prompt with a small cap, in a checkout of its own (the committed tree, or the task folder's
+// files where a run works on a copy of them); prints what it
 // answered, or exits non-zero with the agent's own error. It writes no run state and charges no
 // run: everything lives in a temporary folder, removed when it ends (a failed call's log is kept
 // beside it and named). The one call goes through the map judge's door (local/map-judge.ts
 // askJudge), which runs exactly one agent session outside a run.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentFor } from '../agents/specs.js';
@@ -15,7 +16,7 @@ import type { MapUnit } from '../core/map/config.js';
 import { formatNumber } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { askJudge } from '../local/map-judge.js';
-import { loadConfig } from '../local/start.js';
+import { copyTaskFiles, loadConfig } from '../local/start.js';
 import { RunStore } from '../local/store.js';
 import { isolationFor } from '../worker/boundary.js';
 
@@ -46,6 +47,7 @@ export async function smoke(
   if (isolation.warning) io.stderr.write(`forkflush: note: ${isolation.warning}\n`);
   const { unit, allowance } = smokeCap(config);
   const top = await gitTop(o.dir);
+  const taskDir = await realpath(o.dir);
   const work = await mkdtemp(join(tmpdir(), 'forkflush-smoke-'));
   const failedLogs = `${work}-log`;
   const agent = { ...config.agent, timeout: Math.min(config.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
@@ -74,7 +76,9 @@ export async function smoke(
         name: 'smoke',
         prompt: SMOKE_PROMPT,
         cwd: join(work, 'workspace'),
-        prepare: (cwd: string) => checkoutHead(top, cwd, join(work, 'smoke.index')),
+        // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
+        prepare: (cwd: string) =>
+          top === taskDir ? checkoutHead(top, cwd, join(work, 'smoke.index')) : copyTaskFiles(o.dir, cwd),
         seed: 0,
       },
       allowance,
@@ -107,9 +111,8 @@ async function gitTop(dir: string): Promise<string | null> {
 }
 
 /** The committed tree (HEAD) into `cwd` (an empty folder outside a git repository), through an index of its own: the repository's index and files are not touched. */
-async function checkoutHead(top: string | null, cwd: string, index: string): Promise<void> {
+async function checkoutHead(top: string, cwd: string, index: string): Promise<void> {
   await mkdir(cwd, { recursive: true });
-  if (!top) return;
   await new Git(top).exec(['--work-tree', cwd, 'read-tree', '--reset', '-u', 'HEAD'], {
     env: { GIT_INDEX_FILE: index },
   });

@@ -77,7 +77,8 @@ export async function askJudge(s: JudgeSetup, call: JudgeCall, allowance: number
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
-      await readOnly(call.cwd);
+      // The smoke test's checkout is a copy of its own, writable as an episode's workspace is.
+      if (!call.smoke) await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
     if (!reply.ok) reply.log = await keepLog(s, call, join(dir, 'judge.log'));
@@ -102,7 +103,10 @@ async function run(
   if (tripletFile && call.triplet !== undefined) await writeFile(tripletFile, call.triplet);
   // The judge grades nothing: $FORKFLUSH_GRADE says so.
   const noGrader = join(box, 'no-grader');
-  await writeFile(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 0o755 });
+  const noGraderSays = call.smoke
+    ? 'forkflush smoke: the smoke test has no grader'
+    : 'forkflush map: the judge has no grader';
+  await writeFile(noGrader, `#!/bin/sh\necho '${noGraderSays}' >&2\nexit 2\n`, { mode: 0o755 });
   const sandbox = s.isolation.sandbox;
   const env: NodeJS.ProcessEnv = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
@@ -123,11 +127,11 @@ async function run(
   // An account of its own for this call (its processes count against no other sandbox's limit).
   const account = sandbox?.account() ?? NO_ACCOUNT;
   try {
-    // The judge writes its context and its box only; its cwd is bound read-only.
+    // The judge writes its context and its box only; its cwd is bound read-only (the smoke test's: writable).
     const confinement = {
       ...agent,
-      writable: [context, box],
-      readable: [...agent.readable, call.cwd],
+      writable: call.smoke ? [call.cwd, context, box] : [context, box],
+      readable: call.smoke ? agent.readable : [...agent.readable, call.cwd],
       shared: [...(agent.shared ?? []), ...(egress.bind ? [egress.bind] : [])],
       account,
     };
@@ -201,14 +205,18 @@ async function judged(
   if (r.outputCut) return fail('printed more than forkflush keeps of its output; its answer was cut');
   const text = finalMessage(s.judge.kind, r.stdout);
   if (text === null) return fail('gave no final message');
-  return call.step === 'spec' ? specReply(text, spent) : tripletReply(text, spent, s.judge.kind === 'command');
+  return call.step === 'spec'
+    ? specReply(text, spent, call.smoke === true)
+    : tripletReply(text, spent, s.judge.kind === 'command');
 }
 
-function specReply(text: string, spent: number): JudgeReply {
+function specReply(text: string, spent: number, smoke: boolean): JudgeReply {
   // Its whole stdout, as plain text: what the judge printed reaches other prompts and files.
   const spec = plainText(text);
-  if (spec.trim() === '')
-    return { ok: false, error: 'the judge printed an empty spec', spent, notStarted: false, log: null };
+  if (spec.trim() === '') {
+    const error = smoke ? 'the agent answered nothing (its final message is empty)' : 'the judge printed an empty spec';
+    return { ok: false, error, spent, notStarted: false, log: null };
+  }
   if (spec.length <= MAP_SPEC_MAX_CHARS) return { ok: true, text: spec, spent };
   return {
     ok: true,

@@ -365,13 +365,18 @@ async function excludeRunFolders(top: string): Promise<void> {
 
 /** A task folder that is not a repository of its own becomes one, as a copy in the run folder. */
 async function copyTask(taskDir: string, repo: string): Promise<void> {
-  await mkdir(repo, { recursive: true });
-  for (const entry of await readdir(taskDir)) {
-    if (entry === '.forkflush' || entry === '.git' || entry === 'node_modules') continue;
-    await cp(join(taskDir, entry), join(repo, entry), { recursive: true });
-  }
+  await copyTaskFiles(taskDir, repo);
   const git = new Git(repo);
   await git.exec(['init', '--quiet', '--initial-branch=main']);
   await git.exec(['add', '-A']);
   await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
+}
+
+/** A task folder's files, as a run on a copy starts from them (no .git, runs or node_modules). */
+export async function copyTaskFiles(taskDir: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const entry of await readdir(taskDir)) {
+    if (entry === '.forkflush' || entry === '.git' || entry === 'node_modules') continue;
+    await cp(join(taskDir, entry), join(to, entry), { recursive: true });
+  }
 }

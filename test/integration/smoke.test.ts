@@ -1,7 +1,8 @@
 // `forkflush run --smoke` (issue 20): the task's agent started once, in the sandbox as an episode
 // starts it, on a tiny prompt; its answer printed, or its own error with a non-zero exit; no run
 // state written.
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SMOKE_PROMPT } from '../../src/cli/smoke.js';
@@ -28,6 +29,22 @@ describe('forkflush run --smoke', () => {
     expect(r.out).toContain('forkflush smoke: the agent answered');
     expect(r.out).toContain(`ready: Make the number in value.txt as large as you can. | ${SMOKE_PROMPT} | step=[]`);
     expect(existsSync(join(repo.dir, '.forkflush'))).toBe(false);
+  });
+
+  it('starts where an episode would: a task folder inside a repository is its own copy, and the agent may write it', async () => {
+    // The bundled example's shape: the task in a folder of a larger repository, an agent that edits files.
+    const outer = makeTaskRepo({ git: false });
+    const task = join(outer.dir, 'tasks', 'one');
+    mkdirSync(task, { recursive: true });
+    const inner = repoWith('echo 9 > value.txt && printf "wrote %s\\n" "$(cat value.txt)"\n');
+    cpSync(inner.dir, task, { recursive: true, filter: (f) => !/\/\.git(\/|$)/.test(f) });
+    execFileSync('git', ['init', '-q', outer.dir]);
+    execFileSync('git', ['-C', outer.dir, 'add', '-A']);
+    execFileSync('git', ['-C', outer.dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'tasks']);
+    const r = await cli('run', task, '--smoke');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('wrote 9');
+    expect(readFileSync(join(task, 'value.txt'), 'utf8')).toBe('0');
   });
 
   it("exits non-zero with the agent's own error when it fails", async () => {
