@@ -53133,10 +53133,13 @@ function cause(state) {
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
     return {
-      stop: stop(
-        1,
-        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
-      ),
+      stop: {
+        ...stop(
+          1,
+          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
+        ),
+        graderScoredNothing: true
+      },
       retry: null
     };
   }

@@ -30899,10 +30899,13 @@ function cause(state) {
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
     return {
-      stop: stop(
-        1,
-        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
-      ),
+      stop: {
+        ...stop(
+          1,
+          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
+        ),
+        graderScoredNothing: true
+      },
       retry: null
     };
   }
@@ -40025,8 +40028,9 @@ var CompareRuns = class {
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open4.info;
     await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !this.failure) {
-      this.failure = { code: 2, message: `${label}: ${result.stopped.message}` };
+    const stop3 = result.stopped;
+    if (stop3 && (stop3.code === 2 || stop3.graderScoredNothing) && !this.failure) {
+      this.failure = { code: stop3.code, message: `${label}: ${stop3.message}` };
       this.halt.abort("setup");
     }
     if (result.interrupted) {
@@ -40383,7 +40387,11 @@ fix it, then continue with: forkflush ${kind} ${dir} --resume
     io.stderr.write(`
 interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume
 `);
-  if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md
+  if (c.code === 1 && c.message)
+    io.stderr.write(`forkflush: ${c.message}
+no other run was started: fix it, then start a new ${kind}
+`);
+  else if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md
 `);
   return c.code;
 }

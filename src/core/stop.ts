@@ -37,6 +37,8 @@ export interface RunStop {
   message: string;
   /** The message for GitHub: what an agent, its setup or the grader wrote in it as inert code. */
   markdown: string;
+  /** The grader scored nothing of the opening round: another run of the task would fare the same. */
+  graderScoredNothing?: true;
 }
 
 /** Text that quotes what an agent wrote, `quote` applied to those parts. */
@@ -88,12 +90,15 @@ function cause(state: RunState): Cause | null {
   ) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? 'no reason given'))];
     return {
-      stop: stop(
-        1,
-        (q) =>
-          `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join('; ')}), so the run stopped ` +
-          `rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`,
-      ),
+      stop: {
+        ...stop(
+          1,
+          (q) =>
+            `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join('; ')}), so the run stopped ` +
+            `rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`,
+        ),
+        graderScoredNothing: true,
+      },
       retry: null,
     };
   }

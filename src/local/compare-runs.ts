@@ -203,8 +203,10 @@ export class CompareRuns {
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open.info;
     await writeReports(open.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !this.failure) {
-      this.failure = { code: 2, message: `${label}: ${result.stopped.message}` };
+    // What every other run of the task would meet too: a setup or an agent that cannot work, a grader that scores nothing.
+    const stop = result.stopped;
+    if (stop && (stop.code === 2 || stop.graderScoredNothing) && !this.failure) {
+      this.failure = { code: stop.code, message: `${label}: ${stop.message}` };
       this.halt.abort('setup');
     }
     if (result.interrupted) {

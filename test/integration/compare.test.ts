@@ -185,6 +185,14 @@ describe('forkflush compare', () => {
     expect(existsSync(join(t.dir, '.forkflush'))).toBe(false);
   }, 60_000);
 
+  it('stops after the first run whose grader scored nothing: every other run would spend its budget the same way', async () => {
+    const t = makeTaskRepo({ budget: BUDGET, grader: 'sh said.sh', files: { 'said.sh': 'echo "score: 1"\n' } });
+    const r = await cliWith(['compare', t.dir, '--strategies', 'fork-and-flush,single-run', '--seeds', '2']);
+    expect(r.code, `${r.out}${r.err}`).toBe(1);
+    expect(r.err).toMatch(/neither the initial workspace nor any episode of the opening round got a score/);
+    expect(runFolders(t.dir)).toHaveLength(1);
+  }, 120_000);
+
   it('passes a damaged manifest by for a new compare, and names it with the fix for a resume', async () => {
     const t = makeTaskRepo({ budget: BUDGET });
     const damaged = join(t.dir, '.forkflush', 'compare-20261101-000000');
