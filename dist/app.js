@@ -53159,6 +53159,10 @@ var JUDGE_HINTS = [
   [
     /cannot open|No such file|ENOENT|not found/i,
     "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
   ]
 ];
 function judgeHint(reasons) {

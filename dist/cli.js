@@ -30925,6 +30925,10 @@ var JUDGE_HINTS = [
   [
     /cannot open|No such file|ENOENT|not found/i,
     "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
   ]
 ];
 function judgeHint(reasons) {
@@ -42361,7 +42365,8 @@ initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `sc
 `
   );
   if (dryRun) {
-    const unscored = s.base.score === null ? "note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n" : "";
+    const unscored = s.base.score === null ? `note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; otherwise fix the grader first${judgeHint([s.base.reason ?? ""])} (the run stops after its opening round if no episode gets a score either)
+` : "";
     io.stdout.write(
       `
 ${planTable(c)}

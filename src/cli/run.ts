@@ -1,5 +1,6 @@
 // `forkflush run [DIR]`: starts a run (or checks one, --dry-run) and drives it to its end.
 import { planTable, widthText } from '../core/plan.js';
+import { judgeHint } from '../core/stop.js';
 import { startRun } from '../local/start.js';
 import type { Parsed } from './args.js';
 import { driveRun, sandboxLine } from './drive.js';
@@ -35,7 +36,7 @@ export async function runCommand(dir: string, p: Parsed, io: Io): Promise<number
     const unscored =
       s.base.score === null
         ? 'note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; ' +
-          'otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n'
+          `otherwise fix the grader first${judgeHint([s.base.reason ?? ''])} (the run stops after its opening round if no episode gets a score either)\n`
         : '';
     io.stdout.write(
       `\n${planTable(c)}\n\n${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}\n`,

@@ -121,9 +121,14 @@ const JUDGE_HINTS: [RegExp, string][] = [
     /cannot open|No such file|ENOENT|not found/i,
     'the judge has only the committed files (none that .gitignore leaves out) and no home folder',
   ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"',
+  ],
 ];
 
-function judgeHint(reasons: string[]): string {
+/** What differs where the grader runs, for these reasons of its failures: " (as it runs there: ...)", or "". */
+export function judgeHint(reasons: string[]): string {
   const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
   return hints.length > 0 ? ` (as it runs there: ${hints.join('; ')})` : '';
 }
