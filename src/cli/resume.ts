@@ -1,4 +1,5 @@
 // `forkflush resume [DIR] [--run ID]`: continues an interrupted or stopped run where it was saved.
+import { stat } from 'node:fs/promises';
 import { UserError } from '../core/errors.js';
 import { setupFailed } from '../core/state.js';
 import { retryStopped, runStop } from '../core/stop.js';
@@ -10,6 +11,13 @@ import type { Io } from './io.js';
 
 export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<number> {
   const open = await openRun(dir, str(p.values.run));
+  // Its worktrees, branches and records name the folder it was made in: a run cannot move with it.
+  const made = open.info.taskDir;
+  if (!(await stat(made).catch(() => null)))
+    throw new UserError(
+      `run ${open.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; ` +
+        `move the folder back to go on with it, or start a new run here: forkflush run ${dir}`,
+    );
   if (open.state.status === 'finished') {
     io.stdout.write(`run ${open.state.id} is already finished.\n`);
     return printResult(open, io);

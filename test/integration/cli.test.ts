@@ -1,6 +1,6 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -148,5 +148,17 @@ describe('one process per run', () => {
     const r = await cli('resume', repo.dir);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/is being driven by process 1: stop it first/);
+  });
+
+  it('says a run whose folder moved cannot go on from the new one, and how to go on', async () => {
+    const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    await cli('run', repo.dir);
+    const moved = `${repo.dir}-moved`;
+    renameSync(repo.dir, moved);
+    const r = await cli('resume', moved);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`was made in ${repo.dir}, which is gone (the folder moved?)`);
+    expect(r.err).toContain(`forkflush run ${moved}`);
+    renameSync(moved, repo.dir);
   });
 });
