@@ -51268,7 +51268,7 @@ var GENERIC_FIX = {
   "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
   overload: "wait until the provider is back, then resume the run",
   network: "check the network (and a proxy) between this machine and the provider, then resume the run",
-  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
+  crash: "run the agent by hand on the task to see why it fails; fix it, then resume the run (a fix in the config or in committed files needs a new run: a resume keeps both as the run began)"
 };
 function resumableFailure(kind) {
   return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";

@@ -7513,8 +7513,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat13 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return stat13.slice(stat13.lastIndexOf(")") + 2).split(" ");
+    const stat14 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return stat14.slice(stat14.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -29212,7 +29212,7 @@ var GENERIC_FIX = {
   "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
   overload: "wait until the provider is back, then resume the run",
   network: "check the network (and a proxy) between this machine and the provider, then resume the run",
-  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
+  crash: "run the agent by hand on the task to see why it fails; fix it, then resume the run (a fix in the config or in committed files needs a new run: a resume keeps both as the run began)"
 };
 function resumableFailure(kind) {
   return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
@@ -33414,8 +33414,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat13 = readFileSync4(`/proc/${pid}/stat`, "utf8");
-    return Number(stat13.slice(stat13.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat14 = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    return Number(stat14.slice(stat14.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -42075,6 +42075,9 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 `, json2, dir, io, v.json === true);
 }
 
+// src/cli/resume.ts
+import { stat as stat13 } from "node:fs/promises";
+
 // src/cli/drive.ts
 function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
@@ -42221,6 +42224,11 @@ ${home.join("\n")}
 // src/cli/resume.ts
 async function resumeCommand(dir, p, io) {
   const open4 = await openRun(dir, str2(p.values.run));
+  const made = open4.info.taskDir;
+  if (!await stat13(made).catch(() => null))
+    throw new UserError(
+      `run ${open4.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; move the folder back to go on with it, or start a new run here: forkflush run ${dir}`
+    );
   if (open4.state.status === "finished") {
     io.stdout.write(`run ${open4.state.id} is already finished.
 `);
