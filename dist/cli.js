@@ -39521,6 +39521,8 @@ commit them (git add, git commit), then run again`
     }
   }
   notes.push(...await unprotected(p));
+  const blocking = await blockingRef(p.repo);
+  if (blocking) problems.push(blocking);
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -39536,6 +39538,11 @@ commit them (git add, git commit), then run again`
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+async function blockingRef(repo) {
+  const r = await new Git(repo).exec(["for-each-ref", "--format=%(refname)", "refs/heads/forkflush"], { check: false });
+  const ref = r.stdout.split("\n").find((l) => l === "refs/heads/forkflush");
+  return ref ? "the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again" : null;
 }
 async function unprotected(p) {
   const notes = [];

@@ -60,6 +60,8 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     }
   }
   notes.push(...(await unprotected(p)));
+  const blocking = await blockingRef(p.repo);
+  if (blocking) problems.push(blocking);
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -75,6 +77,15 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+
+/** A branch or tag named `forkflush` (or `forkflush/<x>`) where forkflush's branches go: git makes none under it. */
+async function blockingRef(repo: string): Promise<string | null> {
+  const r = await new Git(repo).exec(['for-each-ref', '--format=%(refname)', 'refs/heads/forkflush'], { check: false });
+  const ref = r.stdout.split('\n').find((l) => l === 'refs/heads/forkflush');
+  return ref
+    ? 'the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again'
+    : null;
 }
 
 /**

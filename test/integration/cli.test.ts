@@ -150,6 +150,14 @@ describe('one process per run', () => {
     expect(r.err).toMatch(/is being driven by process 1: stop it first/);
   });
 
+  it("refuses before it starts a repository whose branch forkflush would block the run's branches", async () => {
+    const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    repo.git('branch', 'forkflush');
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('the branch forkflush blocks the branches a run makes');
+  });
+
   it('says a run whose folder moved cannot go on from the new one, and how to go on', async () => {
     const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
     await cli('run', repo.dir);
