@@ -39523,10 +39523,18 @@ commit them (git add, git commit), then run again`
   notes.push(...await unprotected(p));
   const blocking = await blockingRef(p.repo);
   if (blocking) problems.push(blocking);
+  const absent = async (paths) => (await Promise.all(paths.map(async (x) => await stat9(expandHome(x)).catch(() => null) ? [] : [x]))).flat();
+  const unbindable = await absent(p.config.sandbox.write);
+  for (const x of unbindable)
+    problems.push(
+      `sandbox.write: ${x} does not exist (the sandbox cannot bind it): create it, or correct sandbox.write`
+    );
+  for (const x of await absent(p.config.sandbox.read))
+    notes.push(`sandbox.read: ${x} does not exist, so it shows the agent nothing: create it, or correct sandbox.read`);
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
-  if (p.sandbox && !missing) {
+  if (p.sandbox && !missing && unbindable.length === 0) {
     const view = await hiddenInSandbox({
       repo: p.repo,
       config: p.config,

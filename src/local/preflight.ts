@@ -11,6 +11,7 @@ import { matchesAny } from '../core/globs.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import type { Sandbox } from '../io/sandbox.js';
+import { expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { hiddenInSandbox, SHELL_WORDS } from './sandbox-view.js';
 
@@ -62,10 +63,19 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   notes.push(...(await unprotected(p)));
   const blocking = await blockingRef(p.repo);
   if (blocking) problems.push(blocking);
+  const absent = async (paths: string[]) =>
+    (await Promise.all(paths.map(async (x) => ((await stat(expandHome(x)).catch(() => null)) ? [] : [x])))).flat();
+  const unbindable = await absent(p.config.sandbox.write);
+  for (const x of unbindable)
+    problems.push(
+      `sandbox.write: ${x} does not exist (the sandbox cannot bind it): create it, or correct sandbox.write`,
+    );
+  for (const x of await absent(p.config.sandbox.read))
+    notes.push(`sandbox.read: ${x} does not exist, so it shows the agent nothing: create it, or correct sandbox.read`);
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
-  if (p.sandbox && !missing) {
+  if (p.sandbox && !missing && unbindable.length === 0) {
     const view = await hiddenInSandbox({
       repo: p.repo,
       config: p.config,

@@ -1,6 +1,6 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -156,6 +156,25 @@ describe('one process per run', () => {
     const r = await cli('run', repo.dir, '--dry-run');
     expect(r.code).toBe(2);
     expect(r.err).toContain('the branch forkflush blocks the branches a run makes');
+  });
+
+  it('names a sandbox.write folder that does not exist before it starts (a sandbox.read one in a note)', async () => {
+    const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    const text = readFileSync(config, 'utf8').replace(
+      /sandbox:\n {2}write: \[(.*)\]/,
+      'sandbox:\n  write: [$1, /nonexistent/ff-w]\n  read: [/nonexistent/ff-r]',
+    );
+    writeFileSync(config, text);
+    repo.git('commit', '-qam', 'sandbox folders');
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain('sandbox.write: /nonexistent/ff-w does not exist (the sandbox cannot bind it)');
+    writeFileSync(config, text.replace(', /nonexistent/ff-w', ''));
+    repo.git('commit', '-qam', 'no such write folder');
+    const read = await cli('run', repo.dir, '--dry-run');
+    expect(read.code, read.err).toBe(0);
+    expect(read.err).toContain('sandbox.read: /nonexistent/ff-r does not exist, so it shows the agent nothing');
   });
 
   it('says a run whose folder moved cannot go on from the new one, and how to go on', async () => {
