@@ -127,7 +127,8 @@ describe('sweepTree', () => {
         `mkdir n2 && echo "gitdir: ${outside}/g" > n2/.git && mkdir n3 && ln -s ${outside}/g n3/.git`,
         `mkdir -p n4/.git/refs/heads && echo 'ref: refs/heads/main' > n4/.git/HEAD && ln -s ${outside}/fifo n4/.git/refs/heads/main`,
         `mkdir -p n5/.git/objects n5/.git/refs && echo 'ref: refs/heads/main' > n5/.git/HEAD && echo ${outside}/g > n5/.git/commondir`,
-        // Kept: files, links that git records as text (in the tree, absolute, leaving it), a real nested repository.
+        // Kept: files, links that git records as text (in the tree, absolute, leaving it), the files of a
+        // real nested repository (its .git goes: git would record the folder as a link to its commit).
         'echo kept > kept.txt && mkdir docs && ln -s ../kept.txt docs/link && ln -s /usr/share abs && ln -s ../../.. up',
         'git init -q vendor && echo v > vendor/v.txt && echo ignored > a/.gitignore-not',
       ].join(' && '),
@@ -155,12 +156,17 @@ describe('sweepTree', () => {
         'n5/.git/commondir',
         'pipe\ufffd',
         'sock',
+        // The .git folders of nested repositories, once their traps are gone.
+        'n1/.git',
+        'n4/.git',
+        'n5/.git',
+        'vendor/.git',
       ].sort(),
     );
-    expect(cleaned).toMatchObject({ traps: 12, links: 0 });
+    expect(cleaned).toMatchObject({ traps: 16, links: 0 });
     expect(cleaned.trapPaths).toHaveLength(3);
     expect(cleanedNote(cleaned)).toMatch(
-      /^removed from the folders the agent wrote: 12 special files or git redirects that could stall forkflush's git \(".*", ".*", ".*", \.\.\.\)$/,
+      /^removed from the folders the agent wrote: 16 special files or git redirects that could stall forkflush's git \(".*", ".*", ".*", \.\.\.\)$/,
     );
     expect(readdirSync(dir).sort()).toEqual([
       'a',
@@ -176,13 +182,15 @@ describe('sweepTree', () => {
       'up',
       'vendor',
     ]);
-    expect(readdirSync(join(dir, 'vendor', '.git'))).toContain('HEAD');
+    expect(readdirSync(join(dir, 'vendor'))).toEqual(['v.txt']);
     // What is left, git reads without waiting on anything (but past PATH_MAX, which it cannot name).
     await removeTree(join(dir, 'deep'));
     const git = new Git(dir, { timeoutMs: 10_000 });
     await git.exec(['init', '-q']);
     const status = (await git.out(['status', '--porcelain', '--untracked-files=all'])).split('\n');
-    expect(status).toEqual(expect.arrayContaining(['?? abs', '?? docs/link', '?? up', '?? kept.txt', '?? vendor/']));
+    expect(status).toEqual(
+      expect.arrayContaining(['?? abs', '?? docs/link', '?? up', '?? kept.txt', '?? vendor/v.txt']),
+    );
   });
 
   it('sweeps folders the agent locked against itself, and says nothing when there was nothing', async () => {
