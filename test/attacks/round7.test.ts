@@ -110,10 +110,10 @@ describeSandboxed('round 7: what runs by itself once the best branch is merged',
   });
 });
 
-describeSandboxed('round 7: a lineage whose listing passes 64 MB', () => {
-  it('two episodes of 95,000 long-named files each (each within the bounds): the run ends with results, not an exception', async () => {
+describeSandboxed('round 7: a lineage whose listing grows past what forkflush lists', () => {
+  it('two episodes of 30,000 long-named files each (each within the bounds): the second is not recorded, and the run ends with results', async () => {
     const repo = makeAttackRepo({
-      agent: `node {fx}/round7-long-listing.mjs 95000`,
+      agent: `node {fx}/round7-long-listing.mjs 30000`,
       agentTimeout: 120,
       budget: 'total: 12\n  unit: tokens\n  episode: 6',
     });
@@ -124,6 +124,9 @@ describeSandboxed('round 7: a lineage whose listing passes 64 MB', () => {
     });
     expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
     expect(run?.results.length).toBe(2);
+    // 19 MB of paths each: the second episode's tree lists both, past RECORDED_TREE_LISTING_MAX_BYTES.
+    expect(run?.results[0]?.score).toBe(5);
+    expect(run?.results[1]?.reason).toMatch(/the workspace's paths, listed, pass 31 MB/);
   }, 900_000);
 });
 
