@@ -29981,6 +29981,11 @@ function parseCommandLine(argv) {
     throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values;
+  for (const [name2, v] of Object.entries(values))
+    if (v === "" || Array.isArray(v) && v.includes(""))
+      throw new UserError(
+        `--${name2} is empty: give it a value (--${name2} ${FLAGS[name2]?.value ?? "VALUE"}), or leave it out`
+      );
   const positionals = parsed.positionals.slice(1);
   return { command: command2, positionals, values, help: values.help === true, version: values.version === true };
 }
@@ -36288,7 +36293,7 @@ async function refuseOversized(own3, workspace, index, ignore) {
       );
   }
 }
-var megabytes = (n) => `${Math.round(n / (1024 * 1024)).toLocaleString("en-US")} MB`;
+var megabytes = (n) => `${Number((n / (1024 * 1024)).toFixed(1)).toLocaleString("en-US")} MB`;
 function unquoteGitPath(line) {
   if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
   const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
@@ -40429,7 +40434,11 @@ async function pinAction(action, env) {
   const at = action.lastIndexOf("@");
   const repo = at > 0 ? action.slice(0, at) : action;
   const ref = at > 0 ? action.slice(at + 1) : "";
-  if (ref === "" || /^[0-9a-f]{40}$/.test(ref)) return { action };
+  if (!/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/.test(repo) || !/^[A-Za-z0-9._/-]+$/.test(ref) || /\.\.|^\/|\/$/.test(ref))
+    throw new UserError(
+      `--action: ${JSON.stringify(action)} is not OWNER/REPO@REF (the forkflush repository and a release tag or commit, e.g. acme/forkflush@v0.1.0)`
+    );
+  if (/^[0-9a-f]{40}$/.test(ref)) return { action };
   const url2 = `https://github.com/${repo}`;
   const how = `pin it: \`git ls-remote ${url2} 'refs/tags/${ref}^{}' 'refs/tags/${ref}'\` prints its commit; write \`uses: ${repo}@<that commit> # ${ref}\` in .github/workflows/forkflush.yml`;
   const r = await runProcess("git", ["ls-remote", url2, `refs/tags/${ref}`, `refs/tags/${ref}^{}`], {

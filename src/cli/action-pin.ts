@@ -5,6 +5,7 @@
 // repository works where `git clone` does; no token of forkflush's); when it cannot be (offline, no
 // such tag), the tag is written and the user is told the one command that pins it.
 import { tmpdir } from 'node:os';
+import { UserError } from '../core/errors.js';
 import { runProcess } from '../io/process.js';
 
 /** How long resolving the tag may take before init writes the tag itself (a slow or absent network). */
@@ -25,7 +26,12 @@ export async function pinAction(action: string, env: NodeJS.ProcessEnv): Promise
   const at = action.lastIndexOf('@');
   const repo = at > 0 ? action.slice(0, at) : action;
   const ref = at > 0 ? action.slice(at + 1) : '';
-  if (ref === '' || /^[0-9a-f]{40}$/.test(ref)) return { action };
+  // What GitHub takes in `uses:` for a repository's Action: OWNER/REPO@REF (a ref git accepts).
+  if (!/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/.test(repo) || !/^[A-Za-z0-9._/-]+$/.test(ref) || /\.\.|^\/|\/$/.test(ref))
+    throw new UserError(
+      `--action: ${JSON.stringify(action)} is not OWNER/REPO@REF (the forkflush repository and a release tag or commit, e.g. acme/forkflush@v0.1.0)`,
+    );
+  if (/^[0-9a-f]{40}$/.test(ref)) return { action };
   const url = `https://github.com/${repo}`;
   const how = `pin it: \`git ls-remote ${url} 'refs/tags/${ref}^{}' 'refs/tags/${ref}'\` prints its commit; write \`uses: ${repo}@<that commit> # ${ref}\` in .github/workflows/forkflush.yml`;
   const r = await runProcess('git', ['ls-remote', url, `refs/tags/${ref}`, `refs/tags/${ref}^{}`], {

@@ -278,6 +278,12 @@ export function parseCommandLine(argv: string[]): Parsed {
     throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values as Parsed['values'] & { version?: boolean };
+  // An empty value (`--config ''`, a variable that was not set) is a mistake, never the default.
+  for (const [name, v] of Object.entries(values))
+    if (v === '' || (Array.isArray(v) && v.includes('')))
+      throw new UserError(
+        `--${name} is empty: give it a value (--${name} ${(FLAGS[name as FlagName] as Flag | undefined)?.value ?? 'VALUE'}), or leave it out`,
+      );
   const positionals = parsed.positionals.slice(1);
   return { command, positionals, values, help: values.help === true, version: values.version === true };
 }

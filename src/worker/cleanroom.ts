@@ -255,7 +255,8 @@ async function refuseOversized(own: OwnRepo, workspace: string, index: string, i
   }
 }
 
-const megabytes = (n: number) => `${Math.round(n / (1024 * 1024)).toLocaleString('en-US')} MB`;
+/** MB with a decimal where a whole number would hide that it passes a bound (105,000,000 bytes: 100.1 MB). */
+const megabytes = (n: number) => `${Number((n / (1024 * 1024)).toFixed(1)).toLocaleString('en-US')} MB`;
 
 /** A path as git prints it with core.quotePath: as is, or in C quotes with octal escapes. */
 export function unquoteGitPath(line: string): Buffer {

@@ -55,6 +55,7 @@ describe('forkflush CLI', () => {
     ],
     [['run', '.', '--dryrun'], 'forkflush run has no flag --dryrun; did you mean --dry-run? (see forkflush help run)'],
     [['run', '.', '--budget'], '--budget needs a value: --budget N (see forkflush help run)'],
+    [['run', '.', '--config', ''], '--config is empty: give it a value (--config FILE), or leave it out'],
     [['run', '/no/such/folder'], '/no/such/folder is not a folder'],
   ])('rejects %j with a clear message', async (argv, message) => {
     const r = await cli(...argv);

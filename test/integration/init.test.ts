@@ -139,6 +139,14 @@ describe('forkflush init', () => {
     expect(read(pinned, '.github/workflows/forkflush.yml')).toContain(
       'ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}',
     );
+    // What is no reference of an Action: refused before anything is written.
+    for (const bad of ['not a ref', 'acme/forkflush', 'acme@v1']) {
+      const dir = folder();
+      const r = await initWith(dir, bad);
+      expect(r.code, bad).toBe(2);
+      expect(r.err).toContain(`--action: ${JSON.stringify(bad)} is not OWNER/REPO@REF`);
+      expect(existsSync(join(dir, '.github'))).toBe(false);
+    }
   });
 
   it('asks on a terminal, offering the files the grader names as protected', async () => {
