@@ -38210,10 +38210,11 @@ async function setupInJudge(b, swept) {
 }
 function gradeInJudge(b, env, confine) {
   const { job, dir, tmp, sandbox } = b;
+  const pytest = { PYTEST_ADDOPTS: [env.PYTEST_ADDOPTS, "-p no:cacheprovider"].filter(Boolean).join(" ") };
   return runGrader(
     job.config,
     dir,
-    { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
+    { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON, ...pytest },
     confine,
     job.signal
   );

@@ -164,10 +164,12 @@ async function setupInJudge(b: Bench, swept: Cleaned): Promise<{ log: string; fa
  */
 function gradeInJudge(b: Bench, env: NodeJS.ProcessEnv, confine: GraderConfined): Promise<JudgeGrading> {
   const { job, dir, tmp, sandbox } = b;
+  // No .pytest_cache either: pytest writes it at its rootdir, which may be a guarded folder (tests/).
+  const pytest = { PYTEST_ADDOPTS: [env.PYTEST_ADDOPTS, '-p no:cacheprovider'].filter(Boolean).join(' ') };
   return runGrader(
     job.config,
     dir,
-    { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
+    { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON, ...pytest },
     confine,
     job.signal,
   );

@@ -255,3 +255,32 @@ describeSandboxed('round 7: a repository the agent makes inside its workspace', 
     expect(repo.git('ls-tree', result.commit ?? '', 'sub/')).toMatch(/^100644 blob \S+\tsub\/f$/);
   }, 300_000);
 });
+
+const hasPytest = (() => {
+  try {
+    execFileSync('python3', ['-c', 'import pytest'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.warn(
+      '\n*** pytest is not installed (apt-get install python3-pytest): the honest pytest grader row is SKIPPED ***\n',
+    );
+    return false;
+  }
+})();
+
+describeSandboxed("round 7: an honest grader beside the judge's guarded folders", () => {
+  it.skipIf(!hasPytest)(
+    'pytest with its ini in the protected tests folder (its rootdir, where it keeps a cache) keeps its score',
+    async () => {
+      const repo = makeAttackRepo({
+        agent: `sh -c 'echo 5 > value.txt'`,
+        grader: "sh -c 'python3 -m pytest -q tests >/dev/null && cat value.txt'",
+        files: { 'tests/pytest.ini': '[pytest]\n', 'tests/test_value.py': 'def test_value():\n    assert True\n' },
+        protected: ['tests/*.py', 'tests/*.ini'],
+      });
+      const { result } = await runLocal(repo);
+      expect(result.score, result.reason ?? result.note ?? '').toBe(5);
+    },
+    300_000,
+  );
+});
