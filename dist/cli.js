@@ -7903,9 +7903,9 @@ function bubblewrap(name2, as, nproc, filters) {
     async handOver(c) {
       const user = c.account.user;
       if (!user || c.writable.length === 0) return;
-      const notYours = ["(", "!", "-user", String(user.uid), "-o", "!", "-group", String(user.gid), ")"];
-      const chown = ["-exec", "chown", "--no-dereference", `${user.uid}:${user.gid}`, "{}", "+"];
-      await exec("find", [...c.writable, c.tmp, ...notYours, ...chown]);
+      const [uid, gid] = [String(user.uid), String(user.gid)];
+      const chown = ["-exec", "chown", "--no-dereference", `${uid}:${gid}`, "{}", "+"];
+      await exec("find", [...c.writable, c.tmp, "(", "!", "-user", uid, "-o", "!", "-group", gid, ")", ...chown]);
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);

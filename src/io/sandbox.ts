@@ -223,15 +223,12 @@ function userShared(): string | null {
     : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
 }
 
-/**
- * user: forkflush's own unprivileged user, in a user namespace of its own per sandbox; uid:
- * forkflush is root, and each account runs as a uid of its own (setpriv, after bwrap has set
- * the mounts up as root); nobody: root, every account as nobody; root: as root without
- * capabilities, the last resort.
- */
 /** Each profile's syscall filter (io/seccomp.ts). */
 type Filters = Record<FilterProfile, Buffer>;
 
+// `as` user: forkflush's own unprivileged user, a user namespace per sandbox; uid: forkflush is root, each account
+// a uid of its own (setpriv, after bwrap set the mounts up as root); nobody: root, every account as nobody; root: as
+// root without capabilities, the last resort.
 function bubblewrap(name: string, as: As, nproc: number | null, filters: Filters | null): Sandbox {
   // bwrap is started by a shell that first makes it, and all it starts, the OOM killer's first
   // choice (nothing bounds a sandbox's memory but the machine: when it runs out, the largest
@@ -256,11 +253,10 @@ function bubblewrap(name: string, as: As, nproc: number | null, filters: Filters
     async handOver(c) {
       const user = c.account.user;
       if (!user || c.writable.length === 0) return;
-      // Only what is not the user's yet: handed over again, nothing changes (the judge reads the
-      // change times of folders around a grading: worker/judge.ts).
-      const notYours = ['(', '!', '-user', String(user.uid), '-o', '!', '-group', String(user.gid), ')'];
-      const chown = ['-exec', 'chown', '--no-dereference', `${user.uid}:${user.gid}`, '{}', '+'];
-      await exec('find', [...c.writable, c.tmp, ...notYours, ...chown]);
+      // Only what is not the user's yet: handed over again, no change time moves (worker/judge.ts).
+      const [uid, gid] = [String(user.uid), String(user.gid)];
+      const chown = ['-exec', 'chown', '--no-dereference', `${uid}:${gid}`, '{}', '+'];
+      await exec('find', [...c.writable, c.tmp, '(', '!', '-user', uid, '-o', '!', '-group', gid, ')', ...chown]);
     },
     wrap(c, cwd, file, args) {
       const mounts = mountArgs(c);
