@@ -110,6 +110,17 @@ describeSandboxed('round 7: what runs by itself once the best branch is merged',
   });
 });
 
+/** The run, which must end with results: an exception out of it (its stack shown) fails the row. */
+async function runWithoutThrowing(repo: ReturnType<typeof makeAttackRepo>) {
+  let failure: unknown = null;
+  const run = await runLocal(repo).catch((e: unknown) => {
+    failure = e;
+    return null;
+  });
+  expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
+  return run as Awaited<ReturnType<typeof runLocal>>;
+}
+
 describeSandboxed('round 7: a lineage whose listing grows past what forkflush lists', () => {
   it('two episodes of 30,000 long-named files each (each within the bounds): the second is not recorded, and the run ends with results', async () => {
     const repo = makeAttackRepo({
@@ -117,16 +128,11 @@ describeSandboxed('round 7: a lineage whose listing grows past what forkflush li
       agentTimeout: 120,
       budget: 'total: 12\n  unit: tokens\n  episode: 6',
     });
-    let failure: unknown = null;
-    const run = await runLocal(repo).catch((e: unknown) => {
-      failure = e;
-      return null;
-    });
-    expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
-    expect(run?.results.length).toBe(2);
+    const run = await runWithoutThrowing(repo);
+    expect(run.results.length).toBe(2);
     // 19 MB of paths each: the second episode's tree lists both, past RECORDED_TREE_LISTING_MAX_BYTES.
-    expect(run?.results[0]?.score).toBe(5);
-    expect(run?.results[1]?.reason).toMatch(/the workspace's paths, listed, pass 30.5 MB/);
+    expect(run.results[0]?.score).toBe(5);
+    expect(run.results[1]?.reason).toMatch(/the workspace's paths, listed, pass 30.5 MB/);
   }, 900_000);
 });
 
@@ -154,53 +160,63 @@ describeSandboxed("round 7: what the graded code leaves in the judge's checkout"
       files: { 'grade.sh': 'node solve.mjs 115000 >/dev/null 2>&1\ncat value.txt\n', 'solve.mjs': '\n' },
       graderTimeout: 120,
     });
-    let failure: unknown = null;
-    const run = await runLocal(repo).catch((e: unknown) => {
-      failure = e;
-      return null;
-    });
-    expect(failure === null ? null : String((failure as Error).stack ?? failure).slice(0, 600)).toBeNull();
-    expect(run?.results.length).toBe(1);
+    expect((await runWithoutThrowing(repo)).results.length).toBe(1);
   }, 600_000);
 });
 
-describeSandboxed("round 7: a FIFO at a protected path, its name buried in the sweep's listing", () => {
-  const fifoTask = (flood: boolean) =>
-    makeAttackRepo({
-      agent: `sh -c 'cp {fx}/round7-fifo-flood.sh solve.sh; echo 1 > value.txt'`,
-      files: {
-        'grade.sh': `sh solve.sh ${flood ? '' : 'noflood'} >/dev/null 2>&1\ncat checks/*.txt | tail -n 1\n`,
-        'solve.sh': '\n',
-        'checks/a.txt': '1\n',
-      },
-      protected: ['grade.sh', 'checks/*.txt'],
-      graderTimeout: 120,
-    });
+/** The checkers the graders below read last (their largest number is the score), and the glob that protects them. */
+const CHECKS = { read: 'cat checks/*.txt | tail -n 1', glob: 'checks/*.txt' };
+const NESTED_CHECKS = { read: 'cat checks/*/*.txt | sort -n | tail -n 1', glob: 'checks/**/*.txt' };
 
-  it('(control) the FIFO alone: the judge sees it at the protected path and voids the score', async () => {
-    const { result } = await runLocal(fifoTask(false));
+/** A task whose grader runs the solver the agent copied from `fixture` (with `args`), then reads the checkers. */
+function solverTask(
+  fixture: string,
+  args: string,
+  checks: { read: string; glob: string },
+  files: Record<string, string>,
+  graderTimeout?: number,
+) {
+  return makeAttackRepo({
+    agent: `sh -c 'cp {fx}/${fixture} solve.sh; echo 1 > value.txt'`,
+    files: { 'grade.sh': `sh solve.sh ${args} >/dev/null 2>&1\n${checks.read}\n`, 'solve.sh': '\n', ...files },
+    protected: ['grade.sh', checks.glob],
+    ...(graderTimeout ? { graderTimeout } : {}),
+  });
+}
+
+/** Two rows: the forgery without its trick (voided, the path named) and with it (voided all the same). */
+function controlAndTrick(
+  task: (trick: boolean) => ReturnType<typeof makeAttackRepo>,
+  control: string,
+  named: RegExp,
+  trick: string,
+) {
+  it(control, async () => {
+    const { result } = await runLocal(task(false));
     expect(result.score).toBeNull();
-    expect(result.reason).toMatch(/protected paths while the grader ran: checks\/z\.txt/);
+    expect(result.reason).toMatch(named);
   }, 600_000);
-
-  it('the FIFO, then 24,000 FIFOs with long names in the folder find walks next: the forged 100 is still voided', async () => {
-    const { result } = await runLocal(fifoTask(true));
+  it(trick, async () => {
+    const { result } = await runLocal(task(true));
     expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
   }, 600_000);
+}
+
+describeSandboxed("round 7: a FIFO at a protected path, its name buried in the sweep's listing", () => {
+  const fifoTask = (flood: boolean) =>
+    solverTask('round7-fifo-flood.sh', flood ? '' : 'noflood', CHECKS, { 'checks/a.txt': '1\n' }, 120);
+
+  controlAndTrick(
+    fifoTask,
+    '(control) the FIFO alone: the judge sees it at the protected path and voids the score',
+    /protected paths while the grader ran: checks\/z\.txt/,
+    'the FIFO, then 24,000 FIFOs with long names in the folder find walks next: the forged 100 is still voided',
+  );
 });
 
 describeSandboxed('round 7: a file at a protected path that is gone when the judge looks', () => {
   it('a FIFO the checker reads "100" from, removed once read: the forged score is voided', async () => {
-    const repo = makeAttackRepo({
-      agent: `sh -c 'cp {fx}/round7-transient.sh solve.sh; echo 1 > value.txt'`,
-      files: {
-        'grade.sh': 'sh solve.sh >/dev/null 2>&1\ncat checks/*.txt | tail -n 1\n',
-        'solve.sh': '\n',
-        'checks/a.txt': '1\n',
-      },
-      protected: ['grade.sh', 'checks/*.txt'],
-      graderTimeout: 60,
-    });
+    const repo = solverTask('round7-transient.sh', '', CHECKS, { 'checks/a.txt': '1\n' }, 60);
     const { result } = await runLocal(repo);
     expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
   }, 600_000);
@@ -208,26 +224,14 @@ describeSandboxed('round 7: a file at a protected path that is gone when the jud
 
 describeSandboxed('round 7: a file at a protected path inside a repository the graded code made', () => {
   const nestedTask = (git: boolean) =>
-    makeAttackRepo({
-      agent: `sh -c 'cp {fx}/round7-nested-repo.sh solve.sh; echo 1 > value.txt'`,
-      files: {
-        'grade.sh': `sh solve.sh ${git ? '' : 'nogit'} >/dev/null 2>&1\ncat checks/*/*.txt | sort -n | tail -n 1\n`,
-        'solve.sh': '\n',
-        'checks/a/a.txt': '1\n',
-      },
-      protected: ['grade.sh', 'checks/**/*.txt'],
-    });
+    solverTask('round7-nested-repo.sh', git ? '' : 'nogit', NESTED_CHECKS, { 'checks/a/a.txt': '1\n' });
 
-  it('(control) checks/z/z.txt made by the graded code: the score is voided', async () => {
-    const { result } = await runLocal(nestedTask(false));
-    expect(result.score).toBeNull();
-    expect(result.reason).toMatch(/protected paths while the grader ran: checks\/z\/z\.txt/);
-  }, 300_000);
-
-  it('the same file, its folder made a git repository (checks/z/.git): the forged 100 is voided too', async () => {
-    const { result } = await runLocal(nestedTask(true));
-    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
-  }, 300_000);
+  controlAndTrick(
+    nestedTask,
+    '(control) checks/z/z.txt made by the graded code: the score is voided',
+    /protected paths while the grader ran: checks\/z\/z\.txt/,
+    'the same file, its folder made a git repository (checks/z/.git): the forged 100 is voided too',
+  );
 });
 
 describeSandboxed("round 7: what the judge's setup plants at a protected path, inside a repository it made", () => {
