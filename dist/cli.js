@@ -39805,7 +39805,7 @@ async function committedInputs(git, base, config2, configFile) {
 }
 async function otherRunsOfTask(taskDir, id) {
   const warnings = [];
-  let unfinished2 = null;
+  let unfinished = null;
   for (const other of (await RunStore.list(taskDir)).sort()) {
     if (other === id) continue;
     const store = RunStore.forRun(taskDir, other);
@@ -39814,11 +39814,11 @@ async function otherRunsOfTask(taskDir, id) {
       warnings.push(
         `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
       );
-    else if (pid === null && (await store.load().catch(() => null))?.status === "running") unfinished2 = other;
+    else if (pid === null && (await store.load().catch(() => null))?.status === "running") unfinished = other;
   }
-  if (unfinished2)
+  if (unfinished)
     warnings.push(
-      `run ${unfinished2} of this task did not finish (stopped or interrupted); this is a new run. To go on with that one instead: forkflush resume ${shellQuote(taskDir)} --run ${unfinished2}`
+      `run ${unfinished} of this task did not finish (stopped or interrupted); this is a new run. To go on with that one instead: forkflush resume ${shellQuote(taskDir)} --run ${unfinished}`
     );
   return warnings;
 }
@@ -40152,7 +40152,7 @@ async function chooseCompare(o) {
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
     ...pick2(o, ["strategies", "seeds", "variants", "budget", "branches", "planned"])
   });
-  const found = await unfinished(taskDir, o.kind, o.resume === true);
+  const { open: found, done } = await compares(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
   let resumed = false;
   if (o.resume) {
@@ -40169,6 +40169,12 @@ async function chooseCompare(o) {
   } else {
     const same = found.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (same) [manifest, resumed] = [same, true];
+    const ran = same ? void 0 : done.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
+    if (ran && o.seed !== void 0)
+      throw new UserError(
+        `${o.kind} ${ran.id} ran this plan with seed ${o.seed} to its end: its results are in ${join31(RunStore.runsDir(taskDir), ran.id, "results.json")}; to run it again, give another --seed`
+      );
+    if (ran) o.log(`note: ${o.kind} ${ran.id} ran this plan to its end; this is a new ${o.kind}, with new seeds`);
   }
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
@@ -40244,10 +40250,11 @@ async function runCompare(o) {
   if (runs.failure) return { ...end, ...runs.failure };
   return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
-async function unfinished(taskDir, kind, resuming) {
+async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
   const names = (await readdir13(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
+  const done = [];
   for (const name2 of names) {
     const file2 = join31(root, name2, "compare.json");
     const text = await readFile11(file2, "utf8").catch(() => null);
@@ -40259,14 +40266,11 @@ async function unfinished(taskDir, kind, resuming) {
       if (resuming || !(e instanceof RecordError)) throw e;
       continue;
     }
-    for (const e of m.entries) {
-      if (!runDone(e.run ? await loadState(taskDir, e.run) : null)) {
-        out.push(m);
-        break;
-      }
-    }
+    let left = false;
+    for (const e of m.entries) if (!left && !runDone(e.run ? await loadState(taskDir, e.run) : null)) left = true;
+    (left ? out : done).push(m);
   }
-  return out;
+  return { open: out, done };
 }
 async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
@@ -41500,11 +41504,11 @@ async function findTarget(taskDir, o) {
     return runTarget(taskDir, o.run);
   }
   const names = (await readdir15(root).catch(() => [])).sort();
-  const compares = [];
-  for (const n of names) if (await stat12(join35(root, n, "compare.json")).catch(() => null)) compares.push(n);
-  const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
-  if (o.compare && !compares.includes(o.compare))
-    throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
+  const compares2 = [];
+  for (const n of names) if (await stat12(join35(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
+  if (o.compare && !compares2.includes(o.compare))
+    throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
   if (id) return compareTarget(taskDir, id);
   const newest = runIds.at(-1);
   if (!newest)

@@ -98,7 +98,7 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
     ...pick(o, ['strategies', 'seeds', 'variants', 'budget', 'branches', 'planned']),
   });
-  const found = await unfinished(taskDir, o.kind, o.resume === true);
+  const { open: found, done } = await compares(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
   let resumed = false;
   if (o.resume) {
@@ -115,6 +115,13 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
   } else {
     const same = found.filter((m) => samePlan(m, wanted, o.seed !== undefined)).at(-1);
     if (same) [manifest, resumed] = [same, true];
+    // The command again after its compare finished: the same seeds would only spend it again.
+    const ran = same ? undefined : done.filter((m) => samePlan(m, wanted, o.seed !== undefined)).at(-1);
+    if (ran && o.seed !== undefined)
+      throw new UserError(
+        `${o.kind} ${ran.id} ran this plan with seed ${o.seed} to its end: its results are in ${join(RunStore.runsDir(taskDir), ran.id, 'results.json')}; to run it again, give another --seed`,
+      );
+    if (ran) o.log(`note: ${o.kind} ${ran.id} ran this plan to its end; this is a new ${o.kind}, with new seeds`);
   }
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join('\n'));
@@ -201,15 +208,19 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 
-/** The kind's compares in the task folder that have runs left to do, oldest first. */
 /**
- * The compares of this kind with a run still to do, oldest first. A damaged manifest stops a
- * resume (it may be the one to continue) and is passed over by a new compare.
+ * The compares of this kind, oldest first: those with a run still to do, and those done. A damaged
+ * manifest stops a resume (it may be the one to continue) and is passed over by a new compare.
  */
-async function unfinished(taskDir: string, kind: string, resuming: boolean): Promise<CompareManifest[]> {
+async function compares(
+  taskDir: string,
+  kind: string,
+  resuming: boolean,
+): Promise<{ open: CompareManifest[]; done: CompareManifest[] }> {
   const root = RunStore.runsDir(taskDir);
   const names = (await readdir(root).catch(() => [] as string[])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out: CompareManifest[] = [];
+  const done: CompareManifest[] = [];
   for (const name of names) {
     const file = join(root, name, 'compare.json');
     const text = await readFile(file, 'utf8').catch(() => null);
@@ -221,14 +232,11 @@ async function unfinished(taskDir: string, kind: string, resuming: boolean): Pro
       if (resuming || !(e instanceof RecordError)) throw e;
       continue;
     }
-    for (const e of m.entries) {
-      if (!runDone(e.run ? await loadState(taskDir, e.run) : null)) {
-        out.push(m);
-        break;
-      }
-    }
+    let left = false;
+    for (const e of m.entries) if (!left && !runDone(e.run ? await loadState(taskDir, e.run) : null)) left = true;
+    (left ? out : done).push(m);
   }
-  return out;
+  return { open: out, done };
 }
 
 /** A new compare's folder, by the time (a suffix when another started in the same second). */
