@@ -40170,11 +40170,10 @@ async function chooseCompare(o) {
     const same = found.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (same) [manifest, resumed] = [same, true];
     const ran = same ? void 0 : done.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
-    if (ran && o.seed !== void 0)
-      throw new UserError(
-        `${o.kind} ${ran.id} ran this plan with seed ${o.seed} to its end: its results are in ${join31(RunStore.runsDir(taskDir), ran.id, "results.json")}; to run it again, give another --seed`
+    if (ran)
+      o.log(
+        `note: ${o.kind} ${ran.id} ran this plan to its end (${join31(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
       );
-    if (ran) o.log(`note: ${o.kind} ${ran.id} ran this plan to its end; this is a new ${o.kind}, with new seeds`);
   }
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));

@@ -115,13 +115,13 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
   } else {
     const same = found.filter((m) => samePlan(m, wanted, o.seed !== undefined)).at(-1);
     if (same) [manifest, resumed] = [same, true];
-    // The command again after its compare finished: the same seeds would only spend it again.
+    // The command again after its compare finished: a new one (an agent's runs differ even with the
+    // same seeds), said with where the last one's results are, since it spends the plan's budget again.
     const ran = same ? undefined : done.filter((m) => samePlan(m, wanted, o.seed !== undefined)).at(-1);
-    if (ran && o.seed !== undefined)
-      throw new UserError(
-        `${o.kind} ${ran.id} ran this plan with seed ${o.seed} to its end: its results are in ${join(RunStore.runsDir(taskDir), ran.id, 'results.json')}; to run it again, give another --seed`,
+    if (ran)
+      o.log(
+        `note: ${o.kind} ${ran.id} ran this plan to its end (${join(RunStore.runsDir(taskDir), ran.id, 'results.json')}); this is a new ${o.kind}${o.seed === undefined ? ', with new seeds' : ''}, spending its budget again`,
       );
-    if (ran) o.log(`note: ${o.kind} ${ran.id} ran this plan to its end; this is a new ${o.kind}, with new seeds`);
   }
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join('\n'));
