@@ -66,9 +66,10 @@ export function forgeAlsoProtected(configPath: string): string[] {
  * glob's folder where only its last part has wildcards (`checks/*.txt`: checks), or a literal path
  * the tree lacks (`tests/conftest.py`: tests); its literal folder and every folder of the tree
  * below it where a folder part has them (`checks/**` + `/*.txt`). Not the top folder (nor a glob
- * that starts with a wildcard), where graders write what they make; at most `max`.
+ * that starts with a wildcard), where graders write what they make. All of them: one left out
+ * would be where a forgery goes (the tree's listing is bounded, so they are too).
  */
-export function guardedFolders(files: readonly string[], globs: readonly string[], max = 10_000): string[] {
+export function guardedFolders(files: readonly string[], globs: readonly string[]): string[] {
   const folders = new Set<string>();
   for (const f of files) for (let i = f.indexOf('/'); i > 0; i = f.indexOf('/', i + 1)) folders.add(f.slice(0, i));
   const present = new Set(files);
@@ -77,12 +78,13 @@ export function guardedFolders(files: readonly string[], globs: readonly string[
     const parts = glob.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
     const wild = parts.findIndex((p) => /[*?[{]/.test(p));
     const last = parts.length - 1;
-    if (wild === -1 && present.has(parts.join('/'))) continue;
+    // A literal path the tree has: a file pinned, or a folder read-only whole; nothing new in it.
+    if (wild === -1 && (present.has(parts.join('/')) || folders.has(parts.join('/')))) continue;
     const folder = parts.slice(0, wild === -1 ? last : wild).join('/');
     if (folder === '') continue;
     if (wild !== -1 && (wild < last || parts[last]?.includes('**'))) {
       for (const d of folders) if (d === folder || d.startsWith(`${folder}/`)) guarded.add(d);
     } else if (folders.has(folder)) guarded.add(folder);
   }
-  return [...guarded].sort().slice(0, max);
+  return [...guarded].sort();
 }

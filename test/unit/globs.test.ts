@@ -73,6 +73,8 @@ describe('guardedFolders: where a file the tree lacks could be at a protected pa
     // A literal path the tree has is pinned read-only itself; one it lacks guards its folder.
     [['tests/test_a.py'], []],
     [['tests/conftest.py'], ['tests']],
+    // A literal folder the tree has is read-only whole: nothing above it is guarded for it.
+    [['data/cases'], []],
     // A wildcard in a folder part: the literal folder and every folder below it.
     [['checks/**/*.txt'], ['checks', 'checks/deep']],
     [['data/**'], ['data', 'data/cases']],
