@@ -9,7 +9,7 @@ import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../
 import type { RunState } from '../core/state.js';
 import { budgetLeftUnspent, nothingDone, outageStop, retryStopped, sameScoreEverywhere } from '../core/stop.js';
 import { textTable } from '../core/text.js';
-import { Git, trackedHooksGlob } from '../io/git.js';
+import { Git, gitRunsFromTree } from '../io/git.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
@@ -97,7 +97,7 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
 
 /** Files that run without anyone asking (CI of any forge, git hooks and their managers, submodules, git attributes) the best branch changes. */
 async function automationChanged(repo: string, state: RunState): Promise<string[]> {
-  const hooks = await trackedHooksGlob(repo).catch(() => null);
+  const runs = await gitRunsFromTree(repo).catch(() => []);
   const r = await new Git(repo).exec(
     ['diff', '--name-only', '-z', state.base.commit, `refs/heads/${bestBranch(state.id)}`],
     {
@@ -105,7 +105,7 @@ async function automationChanged(repo: string, state: RunState): Promise<string[
     },
   );
   if (r.exitCode !== 0) return [];
-  const globs = hooks ? [...AUTOMATION, hooks] : AUTOMATION;
+  const globs = [...AUTOMATION, ...runs];
   return r.stdout.split('\0').filter((p) => p !== '' && matchesAny(p, globs));
 }
 

@@ -3,7 +3,8 @@
 // stops with the signal it is given: git opens some files of a work tree by name with a blocking
 // open() (.gitignore, .gitattributes, a nested .git's HEAD), and a FIFO there would hold it for good.
 
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { lstat, readdir, realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { GIT_OUTPUT_MAX_CHARS, GIT_TIMEOUT_MS } from '../core/bounds.js';
 import { runProcess } from './process.js';
 
@@ -151,21 +152,45 @@ export class Git {
 }
 
 /**
- * The repository's own hooks folder (core.hooksPath, as husky sets it) when it lies in the work
- * tree, as a glob: a branch that changes it runs code on the user's next commit once checked out.
- * Null when none is set or it lies elsewhere. (forkflush's own commands override it: not those.)
+ * What of the work tree the user's own git runs, as globs: the hooks folder core.hooksPath names
+ * in it (husky's; with its parent where nothing in it is tracked: husky 9's `.husky/_` runs
+ * `.husky/<hook>`), a hook of the repository's hooks folder that is a link into it, and a config
+ * file an include names in it (its core.fsmonitor runs on `git status`). A branch that changes one
+ * runs code on the user's machine once checked out. (forkflush's own commands override all of
+ * them.)
  */
-export async function trackedHooksGlob(repo: string): Promise<string | null> {
+export async function gitRunsFromTree(repo: string): Promise<string[]> {
   const git = new Git(repo);
-  const r = await git.exec(['config', '--show-scope', '--get-all', 'core.hooksPath'], { check: false });
-  const set = r.stdout
-    .split('\n')
-    .filter((l) => l !== '' && !l.startsWith('command\t'))
-    .at(-1)
-    ?.split('\t')[1]
-    ?.trim();
-  if (!set || set.startsWith('~')) return null;
   const top = (await git.out(['rev-parse', '--show-toplevel'])).trim();
-  const rel = relative(top, resolve(top, set));
-  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? null : `${rel.split(sep).join('/')}/**`;
+  const inTree = (path: string) => {
+    const rel = relative(top, resolve(top, path));
+    return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? null : rel.split(sep).join('/');
+  };
+  const tracked = async (glob: string) =>
+    (await git.exec(['ls-files', '-z', '--', `:(glob)${glob}`], { check: false })).stdout !== '';
+  const settings = async (pattern: string) =>
+    (await git.exec(['config', '--show-scope', '--get-regexp', pattern], { check: false })).stdout
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('command\t'))
+      .map((l) => l.slice(l.indexOf(' ') + 1).trim());
+  const globs: string[] = [];
+  const hooksPath = (await settings('^core\\.hookspath$')).at(-1);
+  const hooks = hooksPath && !hooksPath.startsWith('~') ? inTree(hooksPath) : null;
+  if (hooks) {
+    globs.push(`${hooks}/**`);
+    const parent = hooks.split('/').slice(0, -1).join('/');
+    if (parent && !(await tracked(`${hooks}/**`))) globs.push(`${parent}/**`);
+  }
+  // The repository's own hooks folder (--git-path would name forkflush's override of it).
+  const hooksDir = join(resolve(top, (await git.out(['rev-parse', '--git-common-dir'])).trim()), 'hooks');
+  for (const name of await readdir(hooksDir).catch(() => [] as string[])) {
+    const target = await realpath(join(hooksDir, name)).catch(() => null);
+    const path = target && (await lstat(join(hooksDir, name))).isSymbolicLink() ? inTree(target) : null;
+    if (path) globs.push(path);
+  }
+  for (const file of await settings('^include(if\\..*)?\\.path$')) {
+    const path = file.startsWith('~') ? null : inTree(resolve(top, '.git', file));
+    if (path && !path.startsWith('.git/')) globs.push(path);
+  }
+  return [...new Set(globs)];
 }

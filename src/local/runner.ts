@@ -8,7 +8,7 @@ import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
 import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
-import { trackedHooksGlob } from '../io/git.js';
+import { gitRunsFromTree } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { runEpisode } from '../worker/episode.js';
 import { DiskFullError, diskFull, InterruptedError } from '../worker/episode-errors.js';
@@ -106,10 +106,10 @@ class Driver {
       ...options,
       isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)),
       signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
-      // Protected beside grader.protected: the config, and the hooks the repository runs from its tree.
+      // Protected beside grader.protected: the config, and what the user's own git runs from the tree.
       alsoProtected: [
         ...(options.info.configPathInRepo ? [options.info.configPathInRepo] : []),
-        ...[await trackedHooksGlob(options.info.repo).catch(() => null)].filter((g): g is string => g !== null),
+        ...(await gitRunsFromTree(options.info.repo).catch(() => [])),
       ],
     };
     const sealKey = await o.store.sealKey();
