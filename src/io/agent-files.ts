@@ -82,13 +82,15 @@ const TRAP_RULE = [
  * Removes from a tree an agent (or code it wrote) had in its hands whatever TRAP_RULE names, at
  * any depth, without following a link or opening a file: one find(1), names as bytes. A folder it
  * cannot read (one the agent locked against itself) is given back to its owner and swept again.
- * The .git folders of repositories nested in it go too. Bounded like a git command and stopped by
+ * The .git folders of repositories nested in it go too (not after setup, whose checkouts the grader
+ * may ask git about: `nestedRepos: false`). Bounded like a git command and stopped by
  * `signal`. Returns what went: counted, and every path (relative to `dir`); `complete` is false
  * when there were more names than it keeps (10 MB of them).
  */
 export async function sweepTree(
   dir: string,
   signal?: AbortSignal,
+  o: { nestedRepos?: boolean } = {},
 ): Promise<{ cleaned: Cleaned; paths: string[]; complete: boolean }> {
   const found = new Set<string>();
   let complete = true;
@@ -112,7 +114,8 @@ export async function sweepTree(
   }
   // A repository nested in the tree: git would record its folder as a link to a commit it does not
   // have (its files lost), and list it as one entry (a file under it unseen). Its files stay.
-  await find(['-mindepth', '2', '-name', '.git', '-type', 'd', '-prune'], ['-exec', 'rm', '-rf', '--', '{}', '+']);
+  if (o.nestedRepos !== false)
+    await find(['-mindepth', '2', '-name', '.git', '-type', 'd', '-prune'], ['-exec', 'rm', '-rf', '--', '{}', '+']);
   const paths = [...found];
   return {
     cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
@@ -228,4 +231,37 @@ export async function emptyFolder(dir: string): Promise<void> {
   await removing(dir, () =>
     exec('find', [dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']),
   );
+}
+
+/** The files of the repositories nested in `dir` (not their .git), relative to it: git lists none of them. */
+export async function nestedRepoFiles(dir: string, signal?: AbortSignal): Promise<string[]> {
+  const run = async (args: string[]) => {
+    const r = await runProcess('find', args, {
+      cwd: dir,
+      timeoutMs: GIT_TIMEOUT_MS,
+      maxOutput: 10_000_000,
+      ...(signal ? { signal } : {}),
+    });
+    if (r.stopped !== null || r.spawnError || r.outputCut)
+      throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError ?? 'more than 10 MB of names'}`);
+    return r.stdout.split('\0').filter(Boolean);
+  };
+  const roots = await run(['.', '-mindepth', '2', '-name', '.git', '-type', 'd', '-prune', '-printf', '%h\\0']);
+  if (roots.length === 0) return [];
+  const files = await run([
+    ...roots,
+    '(',
+    '-name',
+    '.git',
+    '-type',
+    'd',
+    '-prune',
+    ')',
+    '-o',
+    '!',
+    '-type',
+    'd',
+    '-print0',
+  ]);
+  return [...new Set(files.map((f) => f.replace(/^\.\//, '')))];
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { JUDGE_PLANTED_NAMED_MAX, JUDGE_WRITTEN_NAMED_MAX } from '../core/bounds.js';
 import { CONFIG_PATH } from '../core/config.js';
 import { guardedFolders, matchesAny } from '../core/globs.js';
-import { addCleaned, type Cleaned, removeTree, sweepTree } from '../io/agent-files.js';
+import { addCleaned, type Cleaned, nestedRepoFiles, removeTree, sweepTree } from '../io/agent-files.js';
 import { GitError } from '../io/git.js';
 import { NO_ACCOUNT, type Unaccounted } from '../io/sandbox.js';
 import { expandHome, graderConfinement, judgeFixedPaths, privateTmp, setupConfinement } from './boundary.js';
@@ -146,9 +146,11 @@ async function setupInJudge(b: Bench, swept: Cleaned): Promise<{ log: string; fa
   // Setup ran the commit's code (install scripts): what it made under a protected path (a
   // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
   // the protected files are written afresh, so that no hard link it made reaches them.
-  const planted = await madeAtProtectedPaths(b);
-  if (planted === null)
-    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
+  // Its nested repositories keep their .git (the grader may ask git about them): their files are listed apart.
+  const made = await madeAtProtectedPaths(b);
+  if (made === null) return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
+  const inNested = (await nestedRepoFiles(dir, job.signal)).filter((p) => matchesAny(p, b.protectedGlobs));
+  const planted = [...made, ...inNested];
   for (const p of planted) await removeTree(join(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})\n`;

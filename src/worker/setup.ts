@@ -90,7 +90,7 @@ export async function runSetup(o: {
   const seconds = (performance.now() - started) / 1000;
   await removeTree(o.tmp).catch(() => {});
   // Setup ran the checkout's code (install scripts): what it left there that would stall git goes first.
-  const { cleaned } = await sweepTree(o.dir, o.signal);
+  const { cleaned } = await sweepTree(o.dir, o.signal, { nestedRepos: false });
   // Setup never changes the files the episode starts from or the judge grades.
   const restored = o.restore ? await restoreTracked(o.restore.own, o.dir, o.restore.index) : [];
   if (restored.length > 0) {
