@@ -28887,7 +28887,7 @@ function globRegExp(pattern) {
   cache.set(pattern, compiled);
   return compiled;
 }
-function guardedFolders(files, globs, max = 1e4) {
+function guardedFolders(files, globs) {
   const folders = /* @__PURE__ */ new Set();
   for (const f2 of files) for (let i = f2.indexOf("/"); i > 0; i = f2.indexOf("/", i + 1)) folders.add(f2.slice(0, i));
   const present = new Set(files);
@@ -28896,14 +28896,14 @@ function guardedFolders(files, globs, max = 1e4) {
     const parts = glob.replace(/^\.\//, "").replace(/\/+$/, "").split("/");
     const wild = parts.findIndex((p) => /[*?[{]/.test(p));
     const last = parts.length - 1;
-    if (wild === -1 && present.has(parts.join("/"))) continue;
+    if (wild === -1 && (present.has(parts.join("/")) || folders.has(parts.join("/")))) continue;
     const folder = parts.slice(0, wild === -1 ? last : wild).join("/");
     if (folder === "") continue;
     if (wild !== -1 && (wild < last || parts[last]?.includes("**"))) {
       for (const d of folders) if (d === folder || d.startsWith(`${folder}/`)) guarded.add(d);
     } else if (folders.has(folder)) guarded.add(folder);
   }
-  return [...guarded].sort().slice(0, max);
+  return [...guarded].sort();
 }
 
 // src/core/json.ts
@@ -32129,9 +32129,9 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir13, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir14, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join31, relative as relative6 } from "node:path";
+import { join as join32, relative as relative6 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -32491,7 +32491,7 @@ function progressEstimate(o) {
 }
 
 // src/local/compare-runs.ts
-import { join as join30 } from "node:path";
+import { join as join31 } from "node:path";
 
 // src/core/chart.ts
 function chartData(state) {
@@ -33119,7 +33119,7 @@ var TRAP_RULE = [
   ...["-o", "-name", ".git", "!", "-type", "d"],
   ...["-o", "-path", "*/.git/*", "(", "-type", "l", "-o", "-name", "commondir", "!", "-type", "d", ")"]
 ];
-async function sweepTree(dir, signal) {
+async function sweepTree(dir, signal, o = {}) {
   const found = /* @__PURE__ */ new Set();
   let complete = true;
   const find = async (rule, then) => {
@@ -33139,7 +33139,8 @@ async function sweepTree(dir, signal) {
     await exec2("chmod", ["-R", "u+rwX", "--", dir]).catch(() => {
     });
   }
-  await find(["-mindepth", "2", "-name", ".git", "-type", "d", "-prune"], ["-exec", "rm", "-rf", "--", "{}", "+"]);
+  if (o.nestedRepos !== false)
+    await find(["-mindepth", "2", "-name", ".git", "-type", "d", "-prune"], ["-exec", "rm", "-rf", "--", "{}", "+"]);
   const paths = [...found];
   return {
     cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
@@ -33228,6 +33229,37 @@ async function emptyFolder(dir) {
     dir,
     () => exec2("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
   );
+}
+async function nestedRepoFiles(dir, signal) {
+  const run2 = async (args) => {
+    const r = await runProcess("find", args, {
+      cwd: dir,
+      timeoutMs: GIT_TIMEOUT_MS,
+      maxOutput: 1e7,
+      ...signal ? { signal } : {}
+    });
+    if (r.stopped !== null || r.spawnError || r.outputCut)
+      throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError ?? "more than 10 MB of names"}`);
+    return r.stdout.split("\0").filter(Boolean);
+  };
+  const roots = await run2([".", "-mindepth", "2", "-name", ".git", "-type", "d", "-prune", "-printf", "%h\\0"]);
+  if (roots.length === 0) return [];
+  const files = await run2([
+    ...roots,
+    "(",
+    "-name",
+    ".git",
+    "-type",
+    "d",
+    "-prune",
+    ")",
+    "-o",
+    "!",
+    "-type",
+    "d",
+    "-print0"
+  ]);
+  return [...new Set(files.map((f2) => f2.replace(/^\.\//, "")))];
 }
 
 // src/worker/boundary.ts
@@ -33467,7 +33499,7 @@ async function readMap(dir) {
 // src/agents/aider.ts
 import { isUtf8 as isUtf82 } from "node:buffer";
 import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
-import { dirname as dirname3, join as join3, resolve as resolve2 } from "node:path";
+import { dirname as dirname3, join as join4, resolve as resolve2 } from "node:path";
 
 // src/core/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -33724,7 +33756,8 @@ async function followLog(logFile, on2) {
 }
 
 // src/io/git.ts
-import { isAbsolute as isAbsolute2, relative, resolve, sep as sep2 } from "node:path";
+import { lstat as lstat2, readdir as readdir2, realpath } from "node:fs/promises";
+import { isAbsolute as isAbsolute2, join as join3, relative, resolve, sep as sep2 } from "node:path";
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
     super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
@@ -33831,14 +33864,34 @@ var Git = class _Git {
     return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
   }
 };
-async function trackedHooksGlob(repo) {
+async function gitRunsFromTree(repo) {
   const git = new Git(repo);
-  const r = await git.exec(["config", "--show-scope", "--get-all", "core.hooksPath"], { check: false });
-  const set2 = r.stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).at(-1)?.split("	")[1]?.trim();
-  if (!set2 || set2.startsWith("~")) return null;
   const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
-  const rel = relative(top, resolve(top, set2));
-  return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : `${rel.split(sep2).join("/")}/**`;
+  const inTree = (path) => {
+    const rel = relative(top, resolve(top, path));
+    return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : rel.split(sep2).join("/");
+  };
+  const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
+  const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
+  const globs = [];
+  const hooksPath = (await settings("^core\\.hookspath$")).at(-1);
+  const hooks = hooksPath && !hooksPath.startsWith("~") ? inTree(hooksPath) : null;
+  if (hooks) {
+    globs.push(`${hooks}/**`);
+    const parent = hooks.split("/").slice(0, -1).join("/");
+    if (parent && !await tracked(`${hooks}/**`)) globs.push(`${parent}/**`);
+  }
+  const hooksDir = join3(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
+  for (const name2 of await readdir2(hooksDir).catch(() => [])) {
+    const target = await realpath(join3(hooksDir, name2)).catch(() => null);
+    const path = target && (await lstat2(join3(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
+    if (path) globs.push(path);
+  }
+  for (const file2 of await settings("^include(if\\..*)?\\.path$")) {
+    const path = file2.startsWith("~") ? null : inTree(resolve(top, ".git", file2));
+    if (path && !path.startsWith(".git/")) globs.push(path);
+  }
+  return [...new Set(globs)];
 }
 
 // src/agents/model-apis.ts
@@ -33916,20 +33969,20 @@ var aider = defineSpec({
     notProxied: "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it"
   },
   async resume(e, record2) {
-    const history = await readFrom(join3(e.contextDir, HISTORY_FILE), 0);
+    const history = await readFrom(join4(e.contextDir, HISTORY_FILE), 0);
     if (history.length === 0) return { unusable: `${HISTORY_FILE} is missing` };
     if (!isUtf82(history)) return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
     return { episodes: Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [] };
   },
   async start(e, saved) {
     const excluded = await excludeAiderFiles(e.workdir);
-    const history = join3(e.contextDir, HISTORY_FILE);
+    const history = join4(e.contextDir, HISTORY_FILE);
     const lines2 = [];
     const read2 = await followLog(e.logFile, (line) => lines2.push(line));
     return {
       args: [
         ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
-        ...["--input-history-file", join3(e.contextDir, "aider.input.history")],
+        ...["--input-history-file", join4(e.contextDir, "aider.input.history")],
         ...saved ? ["--restore-chat-history"] : [],
         ...["--no-gitignore", "--no-auto-commits", "--no-analytics", "--no-check-update", "--no-show-release-notes"],
         ...["--no-show-model-warnings", "--no-detect-urls", "--no-pretty", "--no-fancy-input"],
@@ -34095,9 +34148,9 @@ function aiderLog(text, out) {
 
 // src/agents/claude-code.ts
 import { randomUUID } from "node:crypto";
-import { lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename as rename2, rm } from "node:fs/promises";
+import { lstat as lstat3, mkdir as mkdir2, readdir as readdir3, realpath as realpath2, rename as rename2, rm } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join4 } from "node:path";
+import { join as join5 } from "node:path";
 
 // src/agents/transcript.ts
 function eachEvent(text, other, on2) {
@@ -34189,19 +34242,19 @@ var claudeCode = defineSpec({
     const text = (await readFrom(transcript, 0)).toString("utf8");
     const problem2 = transcriptProblem(text);
     if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
-    const from = join4(transcript, "..");
-    const to = join4(e.home, "projects", projectDirName(await realpath(e.workdir)));
-    if (from !== to && !await lstat2(to).catch(() => null)) await rename2(from, to);
+    const from = join5(transcript, "..");
+    const to = join5(e.home, "projects", projectDirName(await realpath2(e.workdir)));
+    if (from !== to && !await lstat3(to).catch(() => null)) await rename2(from, to);
     else if (from !== to)
       for (const name2 of [`${id}.jsonl`, id]) {
-        if (!await lstat2(join4(from, name2)).catch(() => null)) continue;
-        await rm(join4(to, name2), { recursive: true, force: true });
-        await rename2(join4(from, name2), join4(to, name2));
+        if (!await lstat3(join5(from, name2)).catch(() => null)) continue;
+        await rm(join5(to, name2), { recursive: true, force: true });
+        await rename2(join5(from, name2), join5(to, name2));
       }
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
   async start(e, saved) {
-    const cwd = await realpath(e.workdir);
+    const cwd = await realpath2(e.workdir);
     await mkdir2(e.home, { recursive: true });
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
@@ -34270,9 +34323,9 @@ var claudeCode = defineSpec({
   version: (log) => readStream(log).version
 });
 function claudeLogin(episodeHome) {
-  const home = process.env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
+  const home = process.env.CLAUDE_CONFIG_DIR || join5(homedir2(), ".claude");
   const file2 = ".credentials.json";
-  return [{ from: join4(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join4(episodeHome, file2) }];
+  return [{ from: join5(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join5(episodeHome, file2) }];
 }
 function projectDirName(realCwd) {
   const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
@@ -34282,10 +34335,10 @@ function projectDirName(realCwd) {
   return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const dirs = await readdir2(join4(home, "projects")).catch(() => []);
+  const dirs = await readdir3(join5(home, "projects")).catch(() => []);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
-    const file2 = join4(home, "projects", dir, `${id}.jsonl`);
-    if ((await lstat2(file2).catch(() => null))?.isFile()) return file2;
+    const file2 = join5(home, "projects", dir, `${id}.jsonl`);
+    if ((await lstat3(file2).catch(() => null))?.isFile()) return file2;
   }
   return null;
 }
@@ -34412,9 +34465,9 @@ function claudeEvent(out, e) {
 }
 
 // src/agents/codex.ts
-import { mkdir as mkdir3, readdir as readdir3, rm as rm2, writeFile as writeFile2 } from "node:fs/promises";
+import { mkdir as mkdir3, readdir as readdir4, rm as rm2, writeFile as writeFile2 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
-import { join as join5 } from "node:path";
+import { join as join6 } from "node:path";
 var rollout = () => ({
   threadId: null,
   model: null,
@@ -34466,7 +34519,7 @@ var codex = defineSpec({
   async start(e, saved) {
     if (saved) await pruneHome(e.home);
     await mkdir3(e.home, { recursive: true });
-    await writeFile2(join5(e.home, "config.toml"), configToml(e.env));
+    await writeFile2(join6(e.home, "config.toml"), configToml(e.env));
     const file2 = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
@@ -34539,8 +34592,8 @@ var codex = defineSpec({
 var zero = { input: 0, cached: 0, output: 0 };
 var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
 function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join5(homedir3(), ".codex");
-  return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
+  const home = env.CODEX_HOME || join6(homedir3(), ".codex");
+  return [{ from: join6(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join6(episodeHome, "auth.json") }];
 }
 function configToml(env) {
   const lines2 = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
@@ -34560,13 +34613,13 @@ function configToml(env) {
 `;
 }
 async function pruneHome(home) {
-  const derived2 = (await readdir3(home).catch(() => [])).filter((x) => x !== "sessions" && x !== "config.toml");
-  await Promise.all(derived2.map((x) => rm2(join5(home, x), { recursive: true, force: true })));
+  const derived2 = (await readdir4(home).catch(() => [])).filter((x) => x !== "sessions" && x !== "config.toml");
+  await Promise.all(derived2.map((x) => rm2(join6(home, x), { recursive: true, force: true })));
 }
 async function rolloutFiles(home) {
-  const entries = await readdir3(join5(home, "sessions"), { recursive: true }).catch(() => []);
+  const entries = await readdir4(join6(home, "sessions"), { recursive: true }).catch(() => []);
   const rollouts = entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x));
-  return rollouts.map((x) => join5(home, "sessions", x)).sort();
+  return rollouts.map((x) => join6(home, "sessions", x)).sort();
 }
 function rolloutThreadId(path) {
   const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
@@ -34708,7 +34761,7 @@ async function readUsage(file2) {
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir4, rm as rm3 } from "node:fs/promises";
-import { dirname as dirname4, join as join6 } from "node:path";
+import { dirname as dirname4, join as join7 } from "node:path";
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
@@ -34762,7 +34815,7 @@ var copilot = defineSpec({
     const id = saved?.sessionId ?? randomUUID2();
     const eventsFile = eventsPath(e.home, id);
     const offset = saved ? await sizeOf(eventsFile) : 0;
-    const usageOut = join6(dirname4(e.usageFile), "copilot-usage.json");
+    const usageOut = join7(dirname4(e.usageFile), "copilot-usage.json");
     await rm3(usageOut, { force: true });
     const capped = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd";
     const credits = capped ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
@@ -34778,7 +34831,7 @@ var copilot = defineSpec({
         ...["--allow-all-tools", "--no-ask-user", "--no-auto-update", "--output-format", "json"],
         ...["--usage-output-file", usageOut],
         // Its own logs go with the episode's other logs, not into the context carried onward.
-        ...["--log-dir", join6(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
+        ...["--log-dir", join7(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
         saved ? `--resume=${id}` : `--session-id=${id}`,
         ...e.agent.model ? ["--model", e.agent.model] : [],
         ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
@@ -34823,7 +34876,7 @@ var copilot = defineSpec({
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord(e.data) && e.data.content)
 });
-var eventsPath = (home, id) => join6(home, "session-state", id, "events.jsonl");
+var eventsPath = (home, id) => join7(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
   input: count(u.inputTokens),
   cached: count(u.cacheReadTokens),
@@ -34919,9 +34972,9 @@ function copilotEvent(out, e) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
-import { mkdir as mkdir6, readFile as readFile4, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
+import { mkdir as mkdir6, readFile as readFile4, realpath as realpath3, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, dirname as dirname6, join as join8 } from "node:path";
+import { basename as basename2, dirname as dirname6, join as join9 } from "node:path";
 
 // src/io/logins.ts
 import { existsSync as existsSync2 } from "node:fs";
@@ -34955,18 +35008,18 @@ function anySet(names, env) {
 }
 
 // src/agents/gemini-session.ts
-import { readdir as readdir4, stat } from "node:fs/promises";
-import { join as join7 } from "node:path";
+import { readdir as readdir5, stat } from "node:fs/promises";
+import { join as join8 } from "node:path";
 async function sessionFiles(dir, id) {
   const found = [];
-  for (const slug of await readdir4(join7(dir, "tmp")).catch(() => [])) {
-    const chats = join7(dir, "tmp", slug, "chats");
-    for (const name2 of await readdir4(chats).catch(() => [])) {
+  for (const slug of await readdir5(join8(dir, "tmp")).catch(() => [])) {
+    const chats = join8(dir, "tmp", slug, "chats");
+    for (const name2 of await readdir5(chats).catch(() => [])) {
       if (!name2.startsWith("session-") || !name2.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
-      const text = await readRegular(join7(chats, name2), MAX_AGENT_FILE_BYTES);
+      const text = await readRegular(join8(chats, name2), MAX_AGENT_FILE_BYTES);
       const record2 = text === null ? null : readSession(text);
       if (record2 && (record2.sessionId === id || record2.sessionId === null))
-        found.push({ path: join7(chats, name2), record: record2 });
+        found.push({ path: join8(chats, name2), record: record2 });
     }
   }
   return found;
@@ -35014,12 +35067,12 @@ function usageFromSessions(sessions, before) {
 }
 async function newestSession(tmp) {
   let newest = null;
-  for (const project of await readdir4(tmp).catch(() => [])) {
-    const chats = join7(tmp, project, "chats");
-    for (const name2 of await readdir4(chats).catch(() => [])) {
+  for (const project of await readdir5(tmp).catch(() => [])) {
+    const chats = join8(tmp, project, "chats");
+    for (const name2 of await readdir5(chats).catch(() => [])) {
       if (!/^session-.*\.jsonl$/.test(name2)) continue;
-      const mtime = (await stat(join7(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
-      if (!newest || mtime > newest.mtime) newest = { path: join7(chats, name2), mtime };
+      const mtime = (await stat(join8(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
+      if (!newest || mtime > newest.mtime) newest = { path: join8(chats, name2), mtime };
     }
   }
   return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
@@ -35086,23 +35139,23 @@ var gemini = defineSpec({
   },
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record2, id) {
-    const dir = join8(e.home, ".gemini");
+    const dir = join9(e.home, ".gemini");
     const files = await sessionFiles(dir, id);
     if (files.length === 0)
       return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
     const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
     if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
-    const chats = join8(dir, "tmp", await projectSlug(dir, await realpath2(e.workdir)), "chats");
+    const chats = join9(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
     for (const f2 of files) {
-      if (f2 === best && dirname6(f2.path) !== chats) await rename3(f2.path, join8(chats, basename2(f2.path)));
+      if (f2 === best && dirname6(f2.path) !== chats) await rename3(f2.path, join9(chats, basename2(f2.path)));
       else if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
     }
     return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
-    const dir = join8(e.home, ".gemini");
+    const dir = join9(e.home, ".gemini");
     const id = saved?.sessionId ?? randomUUID3();
     const before = saved?.before ?? /* @__PURE__ */ new Set();
     await mkdir6(dir, { recursive: true });
@@ -35117,9 +35170,9 @@ var gemini = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       ide: { enabled: false }
     };
-    await writeFile4(join8(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile4(join9(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
-    await rm5(join8(dir, "projects.json.lock"), { recursive: true, force: true });
+    await rm5(join9(dir, "projects.json.lock"), { recursive: true, force: true });
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     return {
       args: [
@@ -35152,24 +35205,24 @@ var gemini = defineSpec({
   transcript: geminiLog,
   finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
   async contextTranscript(contextDir, since, out) {
-    const text = await newestSession(join8(contextDir, "home", ".gemini", "tmp"));
+    const text = await newestSession(join9(contextDir, "home", ".gemini", "tmp"));
     if (text) sessionLines(text, since, out);
     return text !== null;
   }
 });
 function geminiLogin(episodeHome) {
-  const [from, to] = [join8(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join8(episodeHome, ".gemini")];
+  const [from, to] = [join9(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join9(episodeHome, ".gemini")];
   return [
-    { from: join8(from, "oauth_creds.json"), to: join8(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
-    { from: join8(from, "google_accounts.json"), to: join8(to, "google_accounts.json") }
+    { from: join9(from, "oauth_creds.json"), to: join9(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
+    { from: join9(from, "google_accounts.json"), to: join9(to, "google_accounts.json") }
   ];
 }
 async function projectSlug(dir, workdir) {
-  const registry2 = join8(dir, "projects.json");
+  const registry2 = join9(dir, "projects.json");
   const parsed = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
   const projects = isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {};
-  const bases = [join8(dir, "tmp"), join8(dir, "history")];
-  const owner = async (base, slug2) => (await readFile4(join8(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join9(dir, "tmp"), join9(dir, "history")];
+  const owner = async (base, slug2) => (await readFile4(join9(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -35179,9 +35232,9 @@ async function projectSlug(dir, workdir) {
   const folder = basename2(workdir).toLowerCase();
   const name2 = folder.match(/[a-z0-9]+/g)?.join("-") || "project";
   let slug = `ff-${name2}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join8(b, slug))); n++) slug = `ff-${name2}-${n}`;
-  await mkdir6(join8(dir, "tmp", slug), { recursive: true });
-  await writeFile4(join8(dir, "tmp", slug, ".project_root"), workdir);
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join9(b, slug))); n++) slug = `ff-${name2}-${n}`;
+  await mkdir6(join9(dir, "tmp", slug), { recursive: true });
+  await writeFile4(join9(dir, "tmp", slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registry2}.${randomUUID3()}.tmp`;
   await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
@@ -35265,7 +35318,7 @@ function geminiLog(text, out, other) {
 
 // src/agents/opencode.ts
 import { homedir as homedir5 } from "node:os";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 var DATA = "data";
 var opencode = defineSpec({
   kind: "opencode",
@@ -35337,7 +35390,7 @@ var opencode = defineSpec({
 });
 function opencodeEnv(e) {
   return {
-    XDG_DATA_HOME: join9(e.contextDir, DATA),
+    XDG_DATA_HOME: join10(e.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -35354,8 +35407,8 @@ function configContent(userConfig, maxTurns) {
   return { ...user, snapshot: false, autoupdate: false, share: "disabled", ...maxTurns ? { agent } : {} };
 }
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join9(homedir5(), ".local", "share");
-  return [{ from: join9(data, "opencode", "auth.json"), to: join9(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join10(homedir5(), ".local", "share");
+  return [{ from: join10(data, "opencode", "auth.json"), to: join10(contextDir, DATA, "opencode", "auth.json") }];
 }
 function parseConfig2(text) {
   try {
@@ -35444,8 +35497,8 @@ function inlineProviders(env, placeholder2) {
 
 // src/agents/qwen-code.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { mkdir as mkdir7, readdir as readdir5, realpath as realpath3, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
-import { join as join10 } from "node:path";
+import { mkdir as mkdir7, readdir as readdir6, realpath as realpath4, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
+import { join as join11 } from "node:path";
 var tokensOf2 = (u) => ({
   input: count(u.input_tokens),
   cached: count(u.cache_read_input_tokens),
@@ -35481,14 +35534,14 @@ var qwenCode = defineSpec({
   },
   session: { id: UUID },
   async resume(e, record2, id) {
-    const projects = join10(e.home, "projects");
-    const cwd = await realpath3(e.workdir);
-    const to = join10(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
-    for (const dir of await readdir5(projects).catch(() => [])) {
-      const file2 = join10(projects, dir, "chats", `${id}.jsonl`);
+    const projects = join11(e.home, "projects");
+    const cwd = await realpath4(e.workdir);
+    const to = join11(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
+    for (const dir of await readdir6(projects).catch(() => [])) {
+      const file2 = join11(projects, dir, "chats", `${id}.jsonl`);
       if (await sizeOf(file2) === 0) continue;
       await mkdir7(to, { recursive: true });
-      if (join10(to, `${id}.jsonl`) !== file2) await rename4(file2, join10(to, `${id}.jsonl`));
+      if (join11(to, `${id}.jsonl`) !== file2) await rename4(file2, join11(to, `${id}.jsonl`));
       const status = {
         schema_version: 1,
         pid: 0,
@@ -35498,7 +35551,7 @@ var qwenCode = defineSpec({
         started_at: Date.now(),
         qwen_version: null
       };
-      await writeFile5(join10(to, `${id}.runtime.json`), JSON.stringify(status));
+      await writeFile5(join11(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2?.totals) ? record2.totals : null;
       const carried = t && { input: count(t.input), cached: count(t.cached), output: count(t.output) };
       return { id, baseline: carried && addUse({}, "carried", carried) };
@@ -35514,7 +35567,7 @@ var qwenCode = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       telemetry: { enabled: false }
     };
-    await writeFile5(join10(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile5(join11(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
     const auth = Object.entries(AUTH_TYPES).find(([key2]) => e.env[key2])?.[1];
     const tally2 = {};
@@ -35565,8 +35618,8 @@ var qwenCode = defineSpec({
 });
 
 // src/agents/runner.ts
-import { mkdir as mkdir8, readdir as readdir6, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join11 } from "node:path";
+import { mkdir as mkdir8, readdir as readdir7, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
+import { join as join12 } from "node:path";
 var RECORD_FILE = "session.json";
 function adapterOf(spec, agent) {
   const missingLogin = (env) => loginMissing(spec, env, agent);
@@ -35587,7 +35640,7 @@ function loginMissing(spec, env, agent) {
   return logsIn ? null : `${spec.name} has no ${l.lacks ?? "API key and no login"}: ${l.how}`;
 }
 async function openContext(contextDir, agent, resume) {
-  const entries = await readdir6(contextDir).catch(() => []);
+  const entries = await readdir7(contextDir).catch(() => []);
   if (entries.length === 0) return { carried: null };
   const found = await resume(entries);
   if (!isRecord(found) || !("unusable" in found)) return { carried: found };
@@ -35596,10 +35649,10 @@ async function openContext(contextDir, agent, resume) {
 }
 var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
 async function clear(dir) {
-  for (const e of await readdir6(dir)) await rm6(join11(dir, e), { recursive: true, force: true });
+  for (const e of await readdir7(dir)) await rm6(join12(dir, e), { recursive: true, force: true });
 }
 async function readRecord2(contextDir, kind) {
-  const text = await readRegular(join11(contextDir, RECORD_FILE));
+  const text = await readRegular(join12(contextDir, RECORD_FILE));
   if (text === null) return { unusable: `${RECORD_FILE} is missing` };
   let v;
   try {
@@ -35615,7 +35668,7 @@ async function readRecord2(contextDir, kind) {
 async function runSession(spec, agent, s) {
   const started = performance.now();
   const executable = agent.command ?? spec.cli?.executable ?? "";
-  const e = { ...s, agent, executable, home: join11(s.contextDir, "home") };
+  const e = { ...s, agent, executable, home: join12(s.contextDir, "home") };
   const notes = [];
   let saved = null;
   const resume = spec.resume;
@@ -35672,7 +35725,7 @@ async function runSession(spec, agent, s) {
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
-  await writeFile6(join11(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
+  await writeFile6(join12(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
 `);
 }
 async function attempt(spec, e, saved, timeoutMs) {
@@ -36094,7 +36147,7 @@ function templateProblem(config2, templates) {
 
 // src/worker/episode.ts
 import { writeFile as writeFile12 } from "node:fs/promises";
-import { join as join21 } from "node:path";
+import { join as join22 } from "node:path";
 
 // src/core/charge.ts
 function chargeFor(c) {
@@ -36139,8 +36192,8 @@ function round(x) {
 }
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname7, join as join12 } from "node:path";
+import { appendFile, copyFile, lstat as lstat4, mkdir as mkdir9, readdir as readdir8, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { dirname as dirname7, join as join13 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
@@ -36163,7 +36216,7 @@ var OwnRepo = class _OwnRepo {
   /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
   static async open(gitDir, objects) {
     const own3 = new _OwnRepo(gitDir, objects);
-    const head = await readdir7(gitDir).catch(() => []);
+    const head = await readdir8(gitDir).catch(() => []);
     if (!head.includes("HEAD")) {
       await mkdir9(dirname7(gitDir), { recursive: true });
       await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
@@ -36172,8 +36225,8 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir9(join12(this.gitDir, "info"), { recursive: true });
-    await writeFile7(join12(this.gitDir, "info", "attributes"), AS_IS2);
+    await mkdir9(join13(this.gitDir, "info"), { recursive: true });
+    await writeFile7(join13(this.gitDir, "info", "attributes"), AS_IS2);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -36200,17 +36253,17 @@ async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.ob
   await own3.asIs();
   await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join12(dir, ".git");
+  const dotGit = join13(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${borrowed}
+  await writeFile7(join13(dotGit, "objects", "info", "alternates"), `${borrowed}
 `);
-  await mkdir9(join12(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile7(join12(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir9(join13(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
+  await writeFile7(join13(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile7(join12(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile7(join13(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile(join12(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join12(dotGit, "index"));
+  await appendFile(join13(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join13(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile(from, to);
@@ -36271,7 +36324,7 @@ async function refuseOversized(own3, workspace, index, ignore) {
   let files = 0;
   for (const line of listed.split("\n").filter(Boolean)) {
     const name2 = unquoteGitPath(line);
-    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch((e) => {
+    const s = await lstat4(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch((e) => {
       if (e.code === "ENOENT" || e.code === "ENOTDIR") return null;
       throw new Error(`${JSON.stringify(name2.toString("utf8").slice(0, 80))}... cannot be examined (${e.code})`);
     });
@@ -36364,7 +36417,7 @@ async function untrackedPaths(own3, dir, index, o = {}) {
 }
 async function rewriteFiles(own3, dir, index, files) {
   if (files.length === 0) return;
-  for (const f2 of files) await rm7(join12(dir, f2), { recursive: true, force: true });
+  for (const f2 of files) await rm7(join13(dir, f2), { recursive: true, force: true });
   await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -36375,10 +36428,10 @@ function excludePatterns(paths) {
 async function writeTracked(own3, dir, index, path, text) {
   const parts = path.split("/");
   for (let i = 1; i < parts.length; i++) {
-    const s2 = await lstat3(join12(dir, ...parts.slice(0, i))).catch(() => null);
+    const s2 = await lstat4(join13(dir, ...parts.slice(0, i))).catch(() => null);
     if (s2 && !s2.isDirectory()) return null;
   }
-  const s = await lstat3(join12(dir, path)).catch(() => null);
+  const s = await lstat4(join13(dir, path)).catch(() => null);
   if (s && !s.isFile()) return null;
   const tree = await writeIndexed(own3, index, path, text);
   await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
@@ -36387,7 +36440,7 @@ async function writeTracked(own3, dir, index, path, text) {
 
 // src/worker/episode-agent.ts
 import { appendFile as appendFile2, mkdir as mkdir10, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join17 } from "node:path";
+import { join as join18 } from "node:path";
 
 // src/worker/agent-tries.ts
 import { rm as rm8 } from "node:fs/promises";
@@ -36542,11 +36595,11 @@ function abortableSleep(ms, signal) {
 
 // src/worker/egress.ts
 import { randomBytes } from "node:crypto";
-import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm10 } from "node:fs/promises";
+import { chmod as chmod2, lstat as lstat5, mkdtemp, readdir as readdir9, rm as rm10 } from "node:fs/promises";
 
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile8 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
 'use strict';
 const net = require('node:net');
@@ -36591,7 +36644,7 @@ function run() {
 }
 `;
 async function writeForwarder(dir) {
-  const script = join13(dir, "forwarder.cjs");
+  const script = join14(dir, "forwarder.cjs");
   await writeFile8(script, SOURCE);
   await chmod(script, 420);
   return script;
@@ -36611,7 +36664,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-mask.ts
@@ -36852,7 +36905,7 @@ async function startEgressProxy(o) {
       server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
       server.on("connection", (s) => out.track(s));
       server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
+      listeners[name2] = await listen(server, o.socketDir ? join15(o.socketDir, `${name2}.sock`) : null);
     }
   } catch (e) {
     await close();
@@ -37162,11 +37215,11 @@ async function startEgress(o) {
 var SOCKET_PREFIX = "ff-net-";
 var SOCKET_FOLDER = /^ff-net-(\d+)-/;
 async function socketFolder() {
-  const names = await readdir8("/tmp").catch(() => []);
+  const names = await readdir9("/tmp").catch(() => []);
   for (const name2 of names) {
     const pid = Number(SOCKET_FOLDER.exec(name2)?.[1] ?? 0);
     if (!(pid > 0) || pid === process.pid || isAlive(pid)) continue;
-    const found = await lstat4(`/tmp/${name2}`).catch(() => null);
+    const found = await lstat5(`/tmp/${name2}`).catch(() => null);
     if (found?.isDirectory() && found.uid === process.getuid?.()) {
       await rm10(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
       });
@@ -37302,7 +37355,7 @@ function withoutCredentials(value) {
 import { randomBytes as randomBytes2 } from "node:crypto";
 import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
 import { createServer as createServer2 } from "node:http";
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout) {
@@ -37556,7 +37609,7 @@ ${withoutJudgeOnly(args.config)}` : "";
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
-  const socket = join15(socketDir, "grade.sock");
+  const socket = join16(socketDir, "grade.sock");
   await new Promise((resolve8, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve8);
@@ -37565,8 +37618,8 @@ async function listenInTmp(server) {
   return { socketDir, socket };
 }
 async function writeClient(box, socket, secret) {
-  const client = join15(box, "grade-client.mjs");
-  const command2 = join15(box, "grade");
+  const client = join16(box, "grade-client.mjs");
+  const command2 = join16(box, "grade");
   await writeFile9(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -37614,7 +37667,7 @@ import { dirname as dirname8, isAbsolute as isAbsolute4, relative as relative2, 
 // src/io/executables.ts
 import { constants as constants2 } from "node:fs";
 import { access, stat as stat3 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join16 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join17 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat3(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -37628,7 +37681,7 @@ async function findExecutable(name2, path) {
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
     if (!isAbsolute3(dir)) continue;
-    const file2 = join16(dir, name2);
+    const file2 = join17(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
   return null;
@@ -37665,10 +37718,10 @@ async function prepareBox(job) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir10(dir, { recursive: true });
-  const promptFile = join17(box, "prompt.md");
+  for (const dir of [join18(box, "home"), join18(box, "tmp"), job.scratchDir]) await mkdir10(dir, { recursive: true });
+  const promptFile = join18(box, "prompt.md");
   await writeFile10(promptFile, job.prompt);
-  const home = { HOME: join17(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join17(box, "tmp") };
+  const home = { HOME: join18(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join18(box, "tmp") };
   return {
     box,
     promptFile,
@@ -37701,7 +37754,7 @@ async function startServices(job, b, stopForBudget) {
       confine: {
         sandbox,
         confinement: {
-          ...graderConfinement(places.workspace, join17(b.box, "tmp"), places, config2, b.source, [places.context]),
+          ...graderConfinement(places.workspace, join18(b.box, "tmp"), places, config2, b.source, [places.context]),
           // No network, whatever grader.network says: the agent's own goes through its proxy only.
           network: false,
           account
@@ -37757,7 +37810,7 @@ async function runAgentStep(job, b) {
         prompt: job.prompt,
         promptFile: b.promptFile,
         contextDir: places.context,
-        usageFile: join17(b.box, "usage.json"),
+        usageFile: join18(b.box, "usage.json"),
         logFile: agentLog,
         gradeCommand: grading.command,
         allowance: episode2.allowance,
@@ -37794,8 +37847,8 @@ async function runAgentStep(job, b) {
 }
 
 // src/worker/episode-result.ts
-import { lstat as lstat5 } from "node:fs/promises";
-import { join as join18 } from "node:path";
+import { lstat as lstat6 } from "node:fs/promises";
+import { join as join19 } from "node:path";
 
 // src/worker/seal.ts
 import { createHmac, randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
@@ -37832,7 +37885,7 @@ async function addLosersSection(job) {
   if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
     return { tree: await baseTree(), note: why("it is a protected path") };
   const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const size = (await lstat5(join18(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  const size = (await lstat6(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
   if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
   const text = withSection(journal, job.journalSection);
   if (text === journal) return { tree: await baseTree() };
@@ -37862,7 +37915,7 @@ async function commitResult(job, snap, made, started) {
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join18(job.scratchDir, "snapshot.index"), job.episode.base);
+  const snap = await baseSnapshot(job.own, join19(job.scratchDir, "snapshot.index"), job.episode.base);
   const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
   return commitResult(
     job,
@@ -37897,18 +37950,18 @@ function seconds3(s) {
 }
 
 // src/worker/judge.ts
-import { lstat as lstat6, mkdir as mkdir12 } from "node:fs/promises";
-import { join as join20 } from "node:path";
+import { lstat as lstat7, mkdir as mkdir12 } from "node:fs/promises";
+import { join as join21 } from "node:path";
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
 import { appendFile as appendFile3, cp, mkdir as mkdir11, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
-import { dirname as dirname9, join as join19 } from "node:path";
+import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir11(join19(o.tmp, "home"), { recursive: true });
+  await mkdir11(join20(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
@@ -37944,7 +37997,7 @@ ${r.stdout}${r.stderr}`);
   const seconds4 = (performance.now() - started) / 1e3;
   await removeTree(o.tmp).catch(() => {
   });
-  const { cleaned } = await sweepTree(o.dir, o.signal);
+  const { cleaned } = await sweepTree(o.dir, o.signal, { nestedRepos: false });
   const restored = o.restore ? await restoreTracked(o.restore.own, o.dir, o.restore.index) : [];
   if (restored.length > 0) {
     log.push(
@@ -37959,7 +38012,7 @@ function setupEnv(source, config2) {
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join19(o.scratchDir, "setup.exclude");
+  const excludes = join20(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
     await writeFile11(excludes, patterns);
@@ -37973,7 +38026,7 @@ async function prepareWorkspace(o) {
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join19(o.scratchDir, "setup-tmp"),
+      tmp: join20(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
@@ -38034,17 +38087,17 @@ var SetupCache = class {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key2, workspace) {
-    const entry = join19(this.dir, key2);
-    const manifest = await readFile5(join19(entry, "manifest.json"), "utf8").catch(() => null);
+    const entry = join20(this.dir, key2);
+    const manifest = await readFile5(join20(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir11(dirname9(join19(workspace, path)), { recursive: true });
-        copied.push(join19(workspace, path));
-        await cp(join19(entry, "files", path), join19(workspace, path), COPY);
+        await mkdir11(dirname9(join20(workspace, path)), { recursive: true });
+        copied.push(join20(workspace, path));
+        await cp(join20(entry, "files", path), join20(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -38071,16 +38124,16 @@ var SetupCache = class {
     }
   }
   async keep(key2, episode2, paths, workspace) {
-    const entry = join19(this.dir, key2);
-    if (await exists(join19(entry, "manifest.json"))) return;
-    const tmp = join19(this.dir, `.${key2}.${randomBytes4(4).toString("hex")}`);
+    const entry = join20(this.dir, key2);
+    if (await exists(join20(entry, "manifest.json"))) return;
+    const tmp = join20(this.dir, `.${key2}.${randomBytes4(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir11(dirname9(join19(tmp, "files", path)), { recursive: true });
-        await cp(join19(workspace, path), join19(tmp, "files", path), COPY);
+        await mkdir11(dirname9(join20(tmp, "files", path)), { recursive: true });
+        await cp(join20(workspace, path), join20(tmp, "files", path), COPY);
       }
-      await writeFile11(join19(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await writeFile11(join20(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
       await rm12(entry, { recursive: true, force: true });
       await rename5(tmp, entry);
     } finally {
@@ -38135,16 +38188,16 @@ async function judge(job, tree, env, swept) {
 }
 async function judgeBench(job, tree) {
   const { config: config2, places, isolation } = job;
-  const dir = join20(job.scratchDir, "judge");
-  const tmp = join20(job.scratchDir, "judge-tmp");
-  const index = join20(job.scratchDir, "judge.index");
+  const dir = join21(job.scratchDir, "judge");
+  const tmp = join21(job.scratchDir, "judge-tmp");
+  const index = join21(job.scratchDir, "judge.index");
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
     });
     throw e;
   });
   await removeTree(tmp);
-  await mkdir12(join20(tmp, "home"), { recursive: true });
+  await mkdir12(join21(tmp, "home"), { recursive: true });
   const agentPlaces = [
     places.workspace,
     places.context,
@@ -38183,7 +38236,7 @@ async function madeAtProtectedPaths(b) {
 var UNLISTABLE = "more than 10 MB of special files or git redirects, or 64 MB of new paths";
 async function setupInJudge(b, swept) {
   const { job, dir, index, source } = b;
-  const setupTmp = join20(job.scratchDir, "judge-setup-tmp");
+  const setupTmp = join21(job.scratchDir, "judge-setup-tmp");
   const run2 = await runSetup({
     config: job.config,
     dir,
@@ -38197,10 +38250,11 @@ async function setupInJudge(b, swept) {
   let log = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
   if (run2.failure) return { log, failure: run2.failure };
-  const planted = await madeAtProtectedPaths(b);
-  if (planted === null)
-    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
-  for (const p of planted) await removeTree(join20(dir, p));
+  const made = await madeAtProtectedPaths(b);
+  if (made === null) return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
+  const inNested = (await nestedRepoFiles(dir, job.signal)).filter((p) => matchesAny(p, b.protectedGlobs));
+  const planted = [...made, ...inNested];
+  for (const p of planted) await removeTree(join21(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})
 `;
@@ -38233,7 +38287,7 @@ async function writtenUnderProtected(b, swept) {
 async function folderStamps(dir, folders) {
   const stamps = /* @__PURE__ */ new Map();
   for (const f2 of folders) {
-    const s = await lstat6(join20(dir, f2), { bigint: true }).catch(() => null);
+    const s = await lstat7(join21(dir, f2), { bigint: true }).catch(() => null);
     stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
   }
   return stamps;
@@ -38370,7 +38424,7 @@ async function setupStep(job, b) {
         confinement: {
           ...setupConfinement(
             places.workspace,
-            join21(job.scratchDir, "setup-tmp"),
+            join22(job.scratchDir, "setup-tmp"),
             places,
             config2,
             b.source,
@@ -38398,7 +38452,7 @@ async function setupStep(job, b) {
 }
 async function recordStep(job, b, excludes) {
   const { config: config2, episode: episode2, places } = job;
-  const snapshotIndex = join21(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join22(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
     job.own,
@@ -38630,10 +38684,10 @@ var Driver = class _Driver {
       ...options,
       isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode),
       signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
-      // Protected beside grader.protected: the config, and the hooks the repository runs from its tree.
+      // Protected beside grader.protected: the config, and what the user's own git runs from the tree.
       alsoProtected: [
         ...options.info.configPathInRepo ? [options.info.configPathInRepo] : [],
-        ...[await trackedHooksGlob(options.info.repo).catch(() => null)].filter((g) => g !== null)
+        ...await gitRunsFromTree(options.info.repo).catch(() => [])
       ]
     };
     const sealKey = await o.store.sealKey();
@@ -38797,20 +38851,20 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir12, readFile as readFile10, realpath as realpath5, rm as rm16, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir13, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname13, join as join29, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
+import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpath4, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute6, join as join23, resolve as resolve5 } from "node:path";
+import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
+import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir13, readdir as readdir9, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
-import { isAbsolute as isAbsolute5, join as join22, resolve as resolve4 } from "node:path";
+import { link, mkdir as mkdir13, readdir as readdir10, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
+import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
-  const dir = join22(root, `round-${round2}`);
-  if (await readdir9(dir).catch(() => null) !== null) return { dir };
+  const dir = join23(root, `round-${round2}`);
+  if (await readdir10(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
     await rm13(partial2, { recursive: true, force: true });
@@ -38828,21 +38882,21 @@ async function roundObjects(root, round2, fill) {
 }
 var linkObjects = (objects) => (dir) => linkTree(objects, dir, objects);
 async function dropRoundObjects(root, round2) {
-  for (const dir of [join22(root, `round-${round2}`), join22(root, `round-${round2}.partial`)])
+  for (const dir of [join23(root, `round-${round2}`), join23(root, `round-${round2}.partial`)])
     await rm13(dir, { recursive: true, force: true });
 }
 async function linkTree(from, to, objects) {
   await mkdir13(to, { recursive: true });
-  const entries = await readdir9(from, { withFileTypes: true }).catch((e) => {
+  const entries = await readdir10(from, { withFileTypes: true }).catch((e) => {
     if (e.code === "ENOENT") return [];
     throw e;
   });
   await Promise.all(
     entries.map(async (e) => {
-      const [src, dst] = [join22(from, e.name), join22(to, e.name)];
+      const [src, dst] = [join23(from, e.name), join23(to, e.name)];
       if (/^(?:tmp_|incoming-)/.test(e.name)) return;
       if (e.isDirectory()) return linkTree(src, dst, objects);
-      if (src === join22(objects, "info", "alternates")) {
+      if (src === join23(objects, "info", "alternates")) {
         const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
         return writeFile13(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
@@ -38877,9 +38931,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath4(isAbsolute6(common) ? common : resolve5(this.repo, common));
-      const objects = join23(commonDir, "objects");
-      const alternates = (await readFile7(join23(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
+      const commonDir = await realpath5(isAbsolute6(common) ? common : resolve5(this.repo, common));
+      const objects = join24(commonDir, "objects");
+      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -38923,7 +38977,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join23(scratchDir, "checkout.index");
+    const checkoutIndex = join24(scratchDir, "checkout.index");
     const borrowed = await this.roundObjects(state, e.round);
     const objects = "dir" in borrowed ? borrowed.dir : own3.objects;
     await checkoutInto(own3, e.base, workspace, checkoutIndex, branch, objects);
@@ -38947,7 +39001,7 @@ var LocalForge = class {
     const places = {
       workspace,
       context,
-      box: join23(scratchDir, "box"),
+      box: join24(scratchDir, "box"),
       objects: [objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
@@ -38963,8 +39017,8 @@ var LocalForge = class {
       const begun = episodes.some((e) => e.result || e.interruptedSpent !== void 0 || e.unfinishedStarts);
       const bases = [...new Set(episodes.map((e) => e.base))];
       const packBases = async (dir) => {
-        await mkdir14(join23(dir, "pack"), { recursive: true });
-        await own3.exec(["pack-objects", "--revs", "--quiet", join23(dir, "pack", "pack")], {
+        await mkdir14(join24(dir, "pack"), { recursive: true });
+        await own3.exec(["pack-objects", "--revs", "--quiet", join24(dir, "pack", "pack")], {
           input: `${bases.join("\n")}
 `
         });
@@ -39052,7 +39106,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own3, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own3, commit, dir, join23(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own3, commit, dir, join24(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own3.objects, ...alternates],
@@ -39072,22 +39126,22 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat7, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
-import { dirname as dirname11, join as join26 } from "node:path";
+import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
+import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
-import { readdir as readdir10, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join24, relative as relative3 } from "node:path";
+import { readdir as readdir11, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { join as join25, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
-  const entries = await readdir10(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join24(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  const entries = await readdir11(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join25(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
   for (const f2 of files) {
-    const path = join24(dir, f2);
+    const path = join25(dir, f2);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -39100,7 +39154,7 @@ async function whileWatchingReads(dir, files, grade) {
   const first = marked[0];
   let recorded = false;
   if (first) {
-    const path = join24(dir, first.file);
+    const path = join25(dir, first.file);
     await readFile8(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
@@ -39109,7 +39163,7 @@ async function whileWatchingReads(dir, files, grade) {
   const result = await grade();
   const read2 = [];
   for (const m of marked) {
-    const path = join24(dir, m.file);
+    const path = join25(dir, m.file);
     const s = await stat7(path).catch(() => null);
     if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
@@ -39119,8 +39173,8 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir11, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
-import { join as join25 } from "node:path";
+import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir12, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -39128,18 +39182,18 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join25(taskDir, ".forkflush");
+    return join26(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join25(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join26(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir11(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir12(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile9(join25(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile9(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -39148,7 +39202,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join25(this.dir, ...parts);
+    return join26(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -39268,14 +39322,14 @@ async function gradeInitial(config2, dir, places, isolation, scratch, source) {
   );
 }
 async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source]) {
-  const tmp = join26(scratch, "tmp");
-  await mkdir16(join26(tmp, "home"), { recursive: true });
+  const tmp = join27(scratch, "tmp");
+  await mkdir16(join27(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   const judged2 = { objects: [], private: places.private };
   const confine = (confinement) => sandbox ? { sandbox, confinement: { ...confinement(), account } } : void 0;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join26(scratch, "setup-tmp");
+    const setupTmp = join27(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -39306,12 +39360,12 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat7(join26(repo, f2)).catch(() => null);
+      const s = await lstat8(join27(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
-      await mkdir16(dirname11(join26(dir, f2)), { recursive: true });
-      await cp3(join26(repo, f2), join26(dir, f2), { preserveTimestamps: true });
+      await mkdir16(dirname11(join27(dir, f2)), { recursive: true });
+      await cp3(join27(repo, f2), join27(dir, f2), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
@@ -39334,13 +39388,13 @@ function uncommittedGraderInputs(committed, working) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { basename as basename3, isAbsolute as isAbsolute8, join as join28 } from "node:path";
+import { basename as basename3, isAbsolute as isAbsolute8, join as join29 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
 import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm15, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute7, join as join27, relative as relative4 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -39353,23 +39407,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp3(join27(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join28(tmpdir(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join27(dir, "workspace"),
-      context: join27(dir, "context"),
-      box: join27(dir, "box"),
+      workspace: join28(dir, "workspace"),
+      context: join28(dir, "context"),
+      box: join28(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join27(places.box, "tmp")]) await mkdir17(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join28(places.box, "tmp")]) await mkdir17(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join27(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join27(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -39520,7 +39574,7 @@ commit them (git add, git commit), then run again`
     ];
     for (const [key2, command2] of commands) {
       const file2 = fileItRuns(command2);
-      if (file2 && !await stat9(join28(p.repo, file2)).catch(() => null))
+      if (file2 && !await stat9(join29(p.repo, file2)).catch(() => null))
         problems.push(
           `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
         );
@@ -39584,7 +39638,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join28(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join29(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -39628,7 +39682,7 @@ async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
   if (first.includes("/")) {
-    const file2 = isAbsolute8(first) ? first : join28(p.repo, first);
+    const file2 = isAbsolute8(first) ? first : join29(p.repo, first);
     if (await isExecutable(file2)) return null;
     const exists3 = await stat9(file2).then(
       () => true,
@@ -39646,7 +39700,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute8(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join28(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute8(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join29(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
@@ -39656,14 +39710,14 @@ async function onPath(name2, path) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve6(configFile ?? join29(dir, CONFIG_PATH));
+  const file2 = resolve6(configFile ?? join30(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile10(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
-      if (await isFile(join29(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
+      if (await isFile(join30(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
     if (above)
       throw new UserError(
         `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
@@ -39676,7 +39730,7 @@ async function loadConfig(dir, configFile, overrides) {
 }
 async function configAbove(dir) {
   for (let d = dirname13(resolve6(dir)); d !== dirname13(d); d = dirname13(d))
-    if (await isFile(join29(d, CONFIG_PATH))) return d;
+    if (await isFile(join30(d, CONFIG_PATH))) return d;
   return null;
 }
 var isFile = (path) => stat10(path).then(
@@ -39753,7 +39807,7 @@ async function startRun(o) {
 }
 async function checkRepository(o, r, warnings) {
   const { taskDir, repo, scratch, config: config2, configFile } = r;
-  const rel = relative5(repo, scratch ? join29(repo, relative5(taskDir, configFile)) : configFile);
+  const rel = relative5(repo, scratch ? join30(repo, relative5(taskDir, configFile)) : configFile);
   const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep3) ? null : rel;
   const isolation = await isolationFor(config2.sandbox.mode);
   const { problems, notes } = await preflight({
@@ -39839,7 +39893,7 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join29(tmpdir2(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join30(tmpdir2(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -39889,11 +39943,11 @@ async function taskFolder(dir) {
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath5(resolve6(dir));
+  return realpath6(resolve6(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath5(r.stdout.trim()) : null;
+  return r.exitCode === 0 ? realpath6(r.stdout.trim()) : null;
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
@@ -39902,7 +39956,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve6(top, r.stdout.trim());
   const text = await readFile10(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir18(join29(file2, ".."), { recursive: true });
+  await mkdir18(join30(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -39916,9 +39970,9 @@ async function copyTask(taskDir, repo) {
 }
 async function copyTaskFiles(taskDir, to) {
   await mkdir18(to, { recursive: true });
-  for (const entry of await readdir12(taskDir)) {
+  for (const entry of await readdir13(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp4(join29(taskDir, entry), join29(to, entry), { recursive: true });
+    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true });
   }
 }
 
@@ -39928,12 +39982,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join30(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join30(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join31(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join31(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join30(dir, "report.md"),
+    join31(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -39988,7 +40042,7 @@ var CompareRuns = class {
   /** The manifest, saved one write at a time. */
   save() {
     const { m, dir } = this.c;
-    this.saving = this.saving.then(() => writeAtomic(join30(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    this.saving = this.saving.then(() => writeAtomic(join31(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return this.saving;
   }
@@ -40078,7 +40132,7 @@ var CompareRuns = class {
     }
     if (open4) return open4;
     const variant = m.variants.find((v) => v.name === e.variant);
-    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join30(dir, `variant-${variant.name}.yml`);
+    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join31(dir, `variant-${variant.name}.yml`);
     open4 = await adopt(taskDir, m, e, configFile);
     if (!open4) {
       const start2 = this.startLock.then(
@@ -40172,7 +40226,7 @@ async function chooseCompare(o) {
     const ran = same ? void 0 : done.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (ran)
       o.log(
-        `note: ${o.kind} ${ran.id} ran this plan to its end (${join31(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
+        `note: ${o.kind} ${ran.id} ran this plan to its end (${join32(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
       );
   }
   const problems = checkVariants(manifest);
@@ -40184,11 +40238,11 @@ async function chooseCompare(o) {
 }
 async function dryRunCompare(o, c) {
   const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
-  const folder = join31(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join32(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join31(tmpdir3(), "forkflush-variant-"));
-  const configFile = scratch ? join31(scratch, `variant-${first?.name}.yml`) : file2;
+  const scratch = text === null ? null : await mkdtemp5(join32(tmpdir3(), "forkflush-variant-"));
+  const configFile = scratch ? join32(scratch, `variant-${first?.name}.yml`) : file2;
   if (scratch && text !== null) await writeFile15(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
@@ -40211,11 +40265,11 @@ async function runCompare(o) {
     await mkdir19(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join31(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join32(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile15(join31(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile15(join32(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -40251,11 +40305,11 @@ async function runCompare(o) {
 }
 async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir13(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir14(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   const done = [];
   for (const name2 of names) {
-    const file2 = join31(root, name2, "compare.json");
+    const file2 = join32(root, name2, "compare.json");
     const text = await readFile11(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -40275,7 +40329,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir19(join31(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir19(join32(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -40427,7 +40481,7 @@ no other run was started: fix it, then start a new ${kind}
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
-import { dirname as dirname14, join as join32, relative as relative7, resolve as resolve7 } from "node:path";
+import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -40473,7 +40527,7 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join32(root, path);
+    const file2 = join33(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
@@ -40489,8 +40543,8 @@ async function initTask(dir, v, io) {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join32(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join32(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join33(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join33(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, pinned?.action ?? null, pinned?.version);
@@ -40532,7 +40586,7 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join32(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join33(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f2) => !f2.startsWith(".github/") && !named.includes(f2));
   if (read2.length > 0)
@@ -40545,7 +40599,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join32(root, f2))),
+      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join33(root, f2))),
       ...named,
       ...read2,
       ...toWrite
@@ -40635,7 +40689,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join32(root, p))
+      (p) => existsSync4(join33(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -40738,7 +40792,7 @@ async function workflowText(name2, agent, action, version2) {
 function packageFile(...parts) {
   let dir = dirname14(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join32(dir, "package.json")) && existsSync4(join32(dir, ...parts))) return join32(dir, ...parts);
+    if (existsSync4(join33(dir, "package.json")) && existsSync4(join33(dir, ...parts))) return join33(dir, ...parts);
     dir = dirname14(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
@@ -40766,9 +40820,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join32(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join33(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join32(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join33(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -40780,12 +40834,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join32(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join33(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join32(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join33(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -40794,11 +40848,11 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 }
 
 // src/cli/map.ts
-import { join as join37 } from "node:path";
+import { join as join38 } from "node:path";
 
 // src/local/map.ts
 import { mkdir as mkdir23 } from "node:fs/promises";
-import { join as join36 } from "node:path";
+import { join as join37 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -41133,7 +41187,7 @@ function tripletCount(settings, points) {
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
 import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile13, writeFile as writeFile17 } from "node:fs/promises";
-import { join as join33 } from "node:path";
+import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -41149,7 +41203,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile13(join33(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile13(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -41159,9 +41213,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir21(join33(this.dir, "specs"), { recursive: true });
+    await mkdir21(join34(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile17(join33(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile17(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -41180,13 +41234,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join33(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join34(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join33(this.dir, "specs", `${commit}.json`);
+    return join34(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -41202,24 +41256,24 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir14, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
-import { join as join34 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir15, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
+import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join34(s.work, call.name);
+  const dir = join35(s.work, call.name);
   if (await stat11(dir).catch(() => null)) await removeTree(dir);
-  const box = join34(dir, "box");
-  const context = join34(dir, "context");
-  for (const d of [join34(box, "home"), join34(box, "tmp"), context]) await mkdir22(d, { recursive: true });
+  const box = join35(dir, "box");
+  const context = join35(dir, "context");
+  for (const d of [join35(box, "home"), join35(box, "tmp"), context]) await mkdir22(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       if (!call.smoke) await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join34(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join35(dir, "judge.log"));
     return reply;
   } finally {
     await rm19(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
@@ -41227,11 +41281,11 @@ async function askJudge(s, call, allowance) {
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join34(box, "prompt.md");
+  const promptFile = join35(box, "prompt.md");
   await writeFile18(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join34(box, "triplet.json");
+  const tripletFile2 = call.triplet === void 0 ? null : join35(box, "triplet.json");
   if (tripletFile2 && call.triplet !== void 0) await writeFile18(tripletFile2, call.triplet);
-  const noGrader = join34(box, "no-grader");
+  const noGrader = join35(box, "no-grader");
   const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
   await writeFile18(noGrader, `#!/bin/sh
 echo '${noGraderSays}' >&2
@@ -41240,8 +41294,8 @@ exit 2
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join34(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join34(box, "tmp"),
+    HOME: join35(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join35(box, "tmp"),
     ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
@@ -41272,7 +41326,7 @@ exit 2
 async function judged(s, call, allowance, o) {
   const { box, context, promptFile, noGrader, env, confined: confined2, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join34(dir, "judge.log");
+  const logFile = join35(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn3 = async (file2, args, options) => {
@@ -41288,7 +41342,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join34(box, "usage.json"),
+    usageFile: join35(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -41353,15 +41407,15 @@ async function keepLog(s, call, log) {
   );
   if (size < 0) return null;
   await mkdir22(s.failedLogs, { recursive: true });
-  const kept = join34(s.failedLogs, `${call.name}.log`);
+  const kept = join35(s.failedLogs, `${call.name}.log`);
   await rename8(log, kept).catch(() => {
   });
   return kept;
 }
 async function readOnly(dir) {
-  const entries = await readdir14(dir, { withFileTypes: true });
+  const entries = await readdir15(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join34(dir, e.name);
+    const path = join35(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -41491,8 +41545,8 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir15, readFile as readFile14, stat as stat12 } from "node:fs/promises";
-import { join as join35 } from "node:path";
+import { readdir as readdir16, readFile as readFile14, stat as stat12 } from "node:fs/promises";
+import { join as join36 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -41502,9 +41556,9 @@ async function findTarget(taskDir, o) {
       throw new UserError(`no run ${o.run} in ${taskDir}; runs: ${runIds.join(", ") || "none yet"}`);
     return runTarget(taskDir, o.run);
   }
-  const names = (await readdir15(root).catch(() => [])).sort();
+  const names = (await readdir16(root).catch(() => [])).sort();
   const compares2 = [];
-  for (const n of names) if (await stat12(join35(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  for (const n of names) if (await stat12(join36(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares2.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
@@ -41524,8 +41578,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join35(RunStore.runsDir(taskDir), id);
-  const file2 = join35(folder, "compare.json");
+  const folder = join36(RunStore.runsDir(taskDir), id);
+  const file2 = join36(folder, "compare.json");
   const manifest = parseManifest(await readFile14(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -41574,8 +41628,8 @@ async function makeMap(o) {
     runs,
     config: config2,
     settings,
-    cacheDir: join36(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
-    work: join36(target.folder, "map"),
+    cacheDir: join37(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
+    work: join37(target.folder, "map"),
     repos: async () => {
       const repos = /* @__PURE__ */ new Map();
       const hidden = [taskDir, RunStore.runsDir(taskDir)];
@@ -41586,7 +41640,7 @@ async function makeMap(o) {
       }
       return { repos, hidden };
     },
-    lock: () => new RunStore(join36(target.folder, "map")).lock(),
+    lock: () => new RunStore(join37(target.folder, "map")).lock(),
     drawn: () => refreshReports(taskDir, target)
   });
 }
@@ -41623,7 +41677,7 @@ async function mapRuns(j) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join36(j.work, "calls")).catch(() => {
+    await removeTree(join37(j.work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -41639,8 +41693,8 @@ async function prepare(m) {
     config: j.config,
     isolation,
     env: j.env ?? process.env,
-    work: join36(j.work, "calls"),
-    failedLogs: join36(j.work, "failed"),
+    work: join37(j.work, "calls"),
+    failedLogs: join37(j.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: j.settings.unit,
     signal: j.signal ?? new AbortController().signal
@@ -41706,8 +41760,8 @@ async function draw(r) {
     unit: j.settings.unit,
     budget: j.settings.budget
   });
-  const json2 = join36(j.folder, "map.json");
-  const svg = join36(j.folder, "map.svg");
+  const json2 = join37(j.folder, "map.json");
+  const svg = join37(j.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
@@ -41736,8 +41790,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join36(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join36(r.setup.work, name2, "checkout.index")),
+    cwd: join37(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join37(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -41777,8 +41831,8 @@ async function baseCheckout(r) {
   const own3 = first && r.repos.get(first.state.id);
   if (!first || !own3) return;
   await mkdir23(r.setup.work, { recursive: true });
-  await checkoutInto(own3, first.state.base.commit, join36(r.setup.work, "base"), join36(r.setup.work, "base.index"));
-  await readOnly(join36(r.setup.work, "base"));
+  await checkoutInto(own3, first.state.base.commit, join37(r.setup.work, "base"), join37(r.setup.work, "base.index"));
+  await readOnly(join37(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -41787,7 +41841,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join36(r.setup.work, "base"),
+    cwd: join37(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -41888,7 +41942,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join37(files.folder, "map.svg"), join37(files.folder, "map.png"));
+  const png = await renderPng(join38(files.folder, "map.svg"), join38(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -41899,7 +41953,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join37(files.folder, "report.md")}
+` : ""}report:  ${join38(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -42023,7 +42077,7 @@ function capital(s) {
 }
 
 // src/local/probe.ts
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -42051,11 +42105,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join38(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join39(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join38(folder, "report.md"),
+      join39(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -42188,7 +42242,7 @@ interrupted: finished episodes are saved. Continue with: forkflush resume ${open
   return printResult(open4, io);
 }
 async function automationChanged(repo, state) {
-  const hooks = await trackedHooksGlob(repo).catch(() => null);
+  const runs = await gitRunsFromTree(repo).catch(() => []);
   const r = await new Git(repo).exec(
     ["diff", "--name-only", "-z", state.base.commit, `refs/heads/${bestBranch(state.id)}`],
     {
@@ -42196,7 +42250,7 @@ async function automationChanged(repo, state) {
     }
   );
   if (r.exitCode !== 0) return [];
-  const globs = hooks ? [...AUTOMATION, hooks] : AUTOMATION;
+  const globs = [...AUTOMATION, ...runs];
   return r.stdout.split("\0").filter((p) => p !== "" && matchesAny(p, globs));
 }
 var AUTOMATION = [
@@ -42290,9 +42344,9 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath6, rm as rm20 } from "node:fs/promises";
+import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath7, rm as rm20 } from "node:fs/promises";
 import { tmpdir as tmpdir5 } from "node:os";
-import { join as join39 } from "node:path";
+import { join as join40 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
   usd: SMOKE_CAP_USD,
@@ -42306,8 +42360,8 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
-  const taskDir = await realpath6(o.dir);
-  const work = await mkdtemp6(join39(tmpdir5(), "forkflush-smoke-"));
+  const taskDir = await realpath7(o.dir);
+  const work = await mkdtemp6(join40(tmpdir5(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -42334,9 +42388,9 @@ async function smoke(o, io) {
         smoke: true,
         name: "smoke",
         prompt: SMOKE_PROMPT,
-        cwd: join39(work, "workspace"),
+        cwd: join40(work, "workspace"),
         // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
-        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join39(work, "smoke.index")) : copyTaskFiles(o.dir, cwd),
+        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join40(work, "smoke.index")) : copyTaskFiles(o.dir, cwd),
         seed: 0
       },
       allowance

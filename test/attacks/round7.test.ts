@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { attackTemp, cleanupAttackTemps, describeSandboxed, makeAttackRepo, runCli, runLocal } from './helpers.js';
+import { hasPytest } from './pytest.js';
 
 afterAll(cleanupAttackTemps);
 
@@ -260,25 +261,13 @@ describeSandboxed('round 7: a repository the agent makes inside its workspace', 
   }, 300_000);
 });
 
-const hasPytest = (() => {
-  try {
-    execFileSync('python3', ['-c', 'import pytest'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    console.warn(
-      '\n*** pytest is not installed (apt-get install python3-pytest): the honest pytest grader row is SKIPPED ***\n',
-    );
-    return false;
-  }
-})();
-
 describeSandboxed("round 7: an honest grader beside the judge's guarded folders", () => {
-  it.skipIf(!hasPytest)(
+  it.skipIf(!hasPytest())(
     'pytest with its ini in the protected tests folder (its rootdir, where it keeps a cache) keeps its score',
     async () => {
       const repo = makeAttackRepo({
         agent: `sh -c 'echo 5 > value.txt'`,
-        grader: "sh -c 'python3 -m pytest -q tests >/dev/null && cat value.txt'",
+        grader: "sh -c 'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -q tests >/dev/null && cat value.txt'",
         files: { 'tests/pytest.ini': '[pytest]\n', 'tests/test_value.py': 'def test_value():\n    assert True\n' },
         protected: ['tests/*.py', 'tests/*.ini'],
       });

@@ -6,6 +6,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSyn
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { attackTemp, cleanupAttackTemps, describeSandboxed, FX, makeAttackRepo, runCli, runLocal } from './helpers.js';
+import { hasPytest } from './pytest.js';
 
 afterAll(cleanupAttackTemps);
 
@@ -35,23 +36,6 @@ describeSandboxed("round 8: the judge's guarded folders, past their bound", () =
   }, 600_000);
 });
 
-describeSandboxed("round 8: the judge's guarded folders and a wildcard at the top", () => {
-  it('a transient FIFO z.expected for the protected *.expected: the forged 100 is voided (the README says a wildcard at the top is checked after the grading only)', async () => {
-    const repo = makeAttackRepo({
-      agent: `sh -c 'cp {fx}/round8-transient-at.sh solve.sh; echo 1 > value.txt'`,
-      files: {
-        'grade.sh': 'sh solve.sh z.expected >/dev/null 2>&1\ncat *.expected | sort -n | tail -n 1\n',
-        'solve.sh': '\n',
-        'a.expected': '1\n',
-      },
-      protected: ['grade.sh', '*.expected'],
-      graderTimeout: 60,
-    });
-    const { result } = await runLocal(repo);
-    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
-  }, 600_000);
-});
-
 describeSandboxed("round 8: honest graders the judge's guarded folders void", () => {
   it('a protected literal folder (src/checker) guards all of src/: an honest make that builds src/main.o is scored', async () => {
     const repo = makeAttackRepo({
@@ -69,19 +53,25 @@ describeSandboxed("round 8: honest graders the judge's guarded folders void", ()
     expect(result.score, result.reason ?? result.note ?? '').toBe(5);
   }, 600_000);
 
-  it('an honest pytest run from tests/ (protected tests/test_*.py) writes its .pytest_cache there: it is scored', async () => {
-    const repo = makeAttackRepo({
-      agent: `sh -c 'echo 5 > value.txt'`,
-      files: {
-        'grade.sh': 'cd tests && python3 -m pytest -q >&2 || exit 1\ncat ../value.txt\n',
-        'tests/test_value.py': 'def test_value():\n    assert int(open("../value.txt").read()) > 0\n',
-      },
-      protected: ['grade.sh', 'tests/test_*.py'],
-      graderTimeout: 60,
-    });
-    const { result } = await runLocal(repo);
-    expect(result.score, result.reason ?? result.note ?? '').toBe(5);
-  }, 600_000);
+  it.skipIf(!hasPytest())(
+    'an honest pytest run from tests/ (protected tests/test_*.py) writes its .pytest_cache there: it is scored',
+    async () => {
+      const repo = makeAttackRepo({
+        agent: `sh -c 'echo 5 > value.txt'`,
+        files: {
+          // Without the plugins this machine may have (pytest-benchmark keeps .benchmarks there too).
+          'grade.sh':
+            'cd tests && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -q >&2 || exit 1\ncat ../value.txt\n',
+          'tests/test_value.py': 'def test_value():\n    assert int(open("../value.txt").read()) > 0\n',
+        },
+        protected: ['grade.sh', 'tests/test_*.py'],
+        graderTimeout: 60,
+      });
+      const { result } = await runLocal(repo);
+      expect(result.score, result.reason ?? result.note ?? '').toBe(5);
+    },
+    600_000,
+  );
 });
 
 describeSandboxed('round 8: the sweep and a repository setup makes', () => {
@@ -103,6 +93,12 @@ describeSandboxed('round 8: the sweep and a repository setup makes', () => {
     expect(result.score, result.reason ?? result.note ?? '').toBe(5);
   }, 600_000);
 });
+
+/** What the user's own git runs from the tree is protected: the only episode, which changed it, got no score. */
+function protectedAndVoided(r: { exitCode: number | null; out: string }, file: string) {
+  expect(r.out).toContain(`the agent changed protected paths: ${file}`);
+  expect(r.exitCode, r.out).toBe(1);
+}
 
 describeSandboxed('round 8: hooks that run the tree after the merge', () => {
   const finish = async (repo: ReturnType<typeof makeAttackRepo>) => {
@@ -127,7 +123,7 @@ describeSandboxed('round 8: hooks that run the tree after the merge', () => {
     chmodSync(join(underscore, 'pre-commit'), 0o755);
     repo.git('config', 'core.hooksPath', '.husky/_');
     const { r, best } = await finish(repo);
-    expect(r.exitCode, r.out).toBe(0);
+    protectedAndVoided(r, '.husky/pre-commit');
     repo.git('merge', '-q', best);
     repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
     expect(
@@ -151,7 +147,7 @@ describeSandboxed('round 8: hooks that run the tree after the merge', () => {
     // As such READMEs say: ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit
     symlinkSync('../../scripts/pre-commit.sh', join(repo.dir, '.git', 'hooks', 'pre-commit'));
     const { r, best } = await finish(repo);
-    expect(r.exitCode, r.out).toBe(0);
+    protectedAndVoided(r, 'scripts/pre-commit.sh');
     const warned = r.out.includes('scripts/pre-commit.sh');
     repo.git('merge', '-q', best);
     repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
@@ -170,7 +166,7 @@ describeSandboxed('round 8: hooks that run the tree after the merge', () => {
     // As such repositories ask their contributors to: git config include.path ../.gitconfig
     repo.git('config', 'include.path', '../.gitconfig');
     const { r, best } = await finish(repo);
-    expect(r.exitCode, r.out).toBe(0);
+    protectedAndVoided(r, '.gitconfig');
     const warned = r.out.includes('.gitconfig');
     repo.git('merge', '-q', best);
     repo.git('status', '--short');
