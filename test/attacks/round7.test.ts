@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { attackTemp, cleanupAttackTemps, describeSandboxed, makeAttackRepo, runCli, runLocal } from './helpers.js';
-import { hasPytest } from './pytest.js';
+import { controlAndTrick, hasPytest } from './rows.js';
 
 afterAll(cleanupAttackTemps);
 
@@ -183,24 +183,6 @@ function solverTask(
     protected: ['grade.sh', checks.glob],
     ...(graderTimeout ? { graderTimeout } : {}),
   });
-}
-
-/** Two rows: the forgery without its trick (voided, the path named) and with it (voided all the same). */
-function controlAndTrick(
-  task: (trick: boolean) => ReturnType<typeof makeAttackRepo>,
-  control: string,
-  named: RegExp,
-  trick: string,
-) {
-  it(control, async () => {
-    const { result } = await runLocal(task(false));
-    expect(result.score).toBeNull();
-    expect(result.reason).toMatch(named);
-  }, 600_000);
-  it(trick, async () => {
-    const { result } = await runLocal(task(true));
-    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
-  }, 600_000);
 }
 
 describeSandboxed("round 7: a FIFO at a protected path, its name buried in the sweep's listing", () => {

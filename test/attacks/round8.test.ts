@@ -6,7 +6,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSyn
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { attackTemp, cleanupAttackTemps, describeSandboxed, FX, makeAttackRepo, runCli, runLocal } from './helpers.js';
-import { hasPytest } from './pytest.js';
+import { controlAndTrick, hasPytest } from './rows.js';
 
 afterAll(cleanupAttackTemps);
 
@@ -24,16 +24,12 @@ describeSandboxed("round 8: the judge's guarded folders, past their bound", () =
       graderTimeout: 60,
     });
 
-  it('(control) a transient FIFO at checks/a/z.txt, no padding: checks/a is stamped and the score voided', async () => {
-    const { result } = await runLocal(padded(false));
-    expect(result.score).toBeNull();
-    expect(result.reason).toMatch(/added or removed files in [^\n]*checks\/a/);
-  }, 600_000);
-
-  it('10,000 committed folders sorting before checks/a push it past the 10,000 stamped: the transient FIFO forges 100', async () => {
-    const { result } = await runLocal(padded(true));
-    expect(result.score, result.reason ?? result.note ?? '').not.toBe(100);
-  }, 600_000);
+  controlAndTrick(
+    padded,
+    '(control) a transient FIFO at checks/a/z.txt, no padding: checks/a is stamped and the score voided',
+    /added or removed files in [^\n]*checks\/a/,
+    '10,000 committed folders sorting before checks/a push it past the 10,000 stamped: the transient FIFO forges 100',
+  );
 });
 
 describeSandboxed("round 8: honest graders the judge's guarded folders void", () => {
