@@ -123,15 +123,15 @@ async function runWithoutThrowing(repo: ReturnType<typeof makeAttackRepo>) {
 }
 
 describeSandboxed('round 7: a lineage whose listing grows past what forkflush lists', () => {
-  it('two episodes of 30,000 long-named files each (each within the bounds): the second is not recorded, and the run ends with results', async () => {
+  it('two episodes of 5,500 files with 3,500-byte paths each (each within the bounds): the second is not recorded, and the run ends with results', async () => {
     const repo = makeAttackRepo({
-      agent: `node {fx}/round7-long-listing.mjs 30000`,
+      agent: `node {fx}/round7-long-listing.mjs 5500`,
       agentTimeout: 120,
       budget: 'total: 12\n  unit: tokens\n  episode: 6',
     });
     const run = await runWithoutThrowing(repo);
     expect(run.results.length).toBe(2);
-    // 19 MB of paths each: the second episode's tree lists both, past RECORDED_TREE_LISTING_MAX_BYTES.
+    // 19.5 MB of paths each: the second episode's tree lists both, past RECORDED_TREE_LISTING_MAX_BYTES.
     expect(run.results[0]?.score).toBe(5);
     expect(run.results[1]?.reason).toMatch(/the workspace's paths, listed, pass 30.5 MB/);
   }, 900_000);
@@ -155,13 +155,15 @@ describeSandboxed('round 7: the size check and a path past PATH_MAX only with th
 });
 
 describeSandboxed("round 7: what the graded code leaves in the judge's checkout", () => {
-  it('115,000 long-named files written by the solver while the judge grades: a result, not an exception that ends the run', async () => {
+  it('19,000 files with 3,500-byte paths (68 MB of names) written by the solver while the judge grades: a result, not an exception that ends the run', async () => {
     const repo = makeAttackRepo({
       agent: `sh -c 'cp {fx}/round7-judge-litter.mjs solve.mjs; echo 5 > value.txt'`,
-      files: { 'grade.sh': 'node solve.mjs 115000 >/dev/null 2>&1\ncat value.txt\n', 'solve.mjs': '\n' },
+      files: { 'grade.sh': 'node solve.mjs 19000 >/dev/null 2>&1\ncat value.txt\n', 'solve.mjs': '\n' },
       graderTimeout: 120,
     });
-    expect((await runWithoutThrowing(repo)).results.length).toBe(1);
+    const run = await runWithoutThrowing(repo);
+    expect(run.results.length).toBe(1);
+    expect(run.results[0]?.reason).toMatch(/left more in the judge's checkout than forkflush can list/);
   }, 600_000);
 });
 
