@@ -33238,28 +33238,14 @@ async function nestedRepoFiles(dir, signal) {
       maxOutput: 1e7,
       ...signal ? { signal } : {}
     });
-    if (r.stopped !== null || r.spawnError || r.outputCut)
-      throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError ?? "more than 10 MB of names"}`);
-    return r.stdout.split("\0").filter(Boolean);
+    if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError}`);
+    return r.outputCut ? null : r.stdout.split("\0").filter(Boolean);
   };
   const roots = await run2([".", "-mindepth", "2", "-name", ".git", "-type", "d", "-prune", "-printf", "%h\\0"]);
-  if (roots.length === 0) return [];
-  const files = await run2([
-    ...roots,
-    "(",
-    "-name",
-    ".git",
-    "-type",
-    "d",
-    "-prune",
-    ")",
-    "-o",
-    "!",
-    "-type",
-    "d",
-    "-print0"
-  ]);
-  return [...new Set(files.map((f2) => f2.replace(/^\.\//, "")))];
+  if (roots === null || roots.length === 0) return roots;
+  const inside = ["(", "-name", ".git", "-type", "d", "-prune", ")", "-o", "!", "-type", "d", "-print0"];
+  const files = await run2([...roots, ...inside]);
+  return files && [...new Set(files.map((f2) => f2.replace(/^\.\//, "")))];
 }
 
 // src/worker/boundary.ts
@@ -38251,9 +38237,10 @@ async function setupInJudge(b, swept) {
 `;
   if (run2.failure) return { log, failure: run2.failure };
   const made = await madeAtProtectedPaths(b);
-  if (made === null) return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
-  const inNested = (await nestedRepoFiles(dir, job.signal)).filter((p) => matchesAny(p, b.protectedGlobs));
-  const planted = [...made, ...inNested];
+  const nested = await nestedRepoFiles(dir, job.signal);
+  if (made === null || nested === null)
+    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
+  const planted = [...made, ...nested.filter((p) => matchesAny(p, b.protectedGlobs))];
   for (const p of planted) await removeTree(join21(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})

@@ -233,8 +233,8 @@ export async function emptyFolder(dir: string): Promise<void> {
   );
 }
 
-/** The files of the repositories nested in `dir` (not their .git), relative to it: git lists none of them. */
-export async function nestedRepoFiles(dir: string, signal?: AbortSignal): Promise<string[]> {
+/** The files of the repositories nested in `dir` (not their .git), relative to it: git lists none of them; null: more than 10 MB of names. */
+export async function nestedRepoFiles(dir: string, signal?: AbortSignal): Promise<string[] | null> {
   const run = async (args: string[]) => {
     const r = await runProcess('find', args, {
       cwd: dir,
@@ -242,26 +242,12 @@ export async function nestedRepoFiles(dir: string, signal?: AbortSignal): Promis
       maxOutput: 10_000_000,
       ...(signal ? { signal } : {}),
     });
-    if (r.stopped !== null || r.spawnError || r.outputCut)
-      throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError ?? 'more than 10 MB of names'}`);
-    return r.stdout.split('\0').filter(Boolean);
+    if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be listed: ${r.stopped ?? r.spawnError}`);
+    return r.outputCut ? null : r.stdout.split('\0').filter(Boolean);
   };
   const roots = await run(['.', '-mindepth', '2', '-name', '.git', '-type', 'd', '-prune', '-printf', '%h\\0']);
-  if (roots.length === 0) return [];
-  const files = await run([
-    ...roots,
-    '(',
-    '-name',
-    '.git',
-    '-type',
-    'd',
-    '-prune',
-    ')',
-    '-o',
-    '!',
-    '-type',
-    'd',
-    '-print0',
-  ]);
-  return [...new Set(files.map((f) => f.replace(/^\.\//, '')))];
+  if (roots === null || roots.length === 0) return roots;
+  const inside = ['(', '-name', '.git', '-type', 'd', '-prune', ')', '-o', '!', '-type', 'd', '-print0'];
+  const files = await run([...roots, ...inside]);
+  return files && [...new Set(files.map((f) => f.replace(/^\.\//, '')))];
 }

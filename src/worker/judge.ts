@@ -148,9 +148,10 @@ async function setupInJudge(b: Bench, swept: Cleaned): Promise<{ log: string; fa
   // the protected files are written afresh, so that no hard link it made reaches them.
   // Its nested repositories keep their .git (the grader may ask git about them): their files are listed apart.
   const made = await madeAtProtectedPaths(b);
-  if (made === null) return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
-  const inNested = (await nestedRepoFiles(dir, job.signal)).filter((p) => matchesAny(p, b.protectedGlobs));
-  const planted = [...made, ...inNested];
+  const nested = await nestedRepoFiles(dir, job.signal);
+  if (made === null || nested === null)
+    return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
+  const planted = [...made, ...nested.filter((p) => matchesAny(p, b.protectedGlobs))];
   for (const p of planted) await removeTree(join(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})\n`;
