@@ -33768,6 +33768,12 @@ var GitStalledError = class extends GitError {
   blockedOn;
   name = "GitStalledError";
 };
+var GitOutputTooLongError = class extends GitError {
+  name = "GitOutputTooLongError";
+  constructor(args, exitCode) {
+    super(args, exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1e6} MB`);
+  }
+};
 var GitStoppedError = class extends GitError {
   name = "GitStoppedError";
   constructor(args, reason) {
@@ -33814,7 +33820,7 @@ var Git = class _Git {
     });
     if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
     if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
-    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1e6} MB`);
+    if (r.outputCut) throw new GitOutputTooLongError(args, r.exitCode);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
     if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
     return result;
@@ -36290,7 +36296,7 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
 }
 async function refuseLongListing(own3, tree) {
   const listed = await own3.exec(["ls-tree", "-r", "-z", "--name-only", tree]).then((r) => r.stdout.length).catch((e) => {
-    if (e instanceof GitError && /its output passed/.test(e.message)) return Number.POSITIVE_INFINITY;
+    if (e instanceof GitOutputTooLongError) return Number.POSITIVE_INFINITY;
     throw e;
   });
   if (listed > RECORDED_TREE_LISTING_MAX_BYTES)
@@ -38214,7 +38220,7 @@ function confined(b, confinement) {
 }
 async function madeAtProtectedPaths(b) {
   const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false }).catch((e) => {
-    if (e instanceof GitError && /its output passed/.test(e.message)) return null;
+    if (e instanceof GitOutputTooLongError) return null;
     throw e;
   });
   return made === null ? null : made.filter((p) => matchesAny(p, b.protectedGlobs));
@@ -39595,9 +39601,8 @@ commit them (git add, git commit), then run again`
   return { problems, notes };
 }
 async function blockingRef(repo) {
-  const r = await new Git(repo).exec(["for-each-ref", "--format=%(refname)", "refs/heads/forkflush"], { check: false });
-  const ref = r.stdout.split("\n").find((l) => l === "refs/heads/forkflush");
-  return ref ? "the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again" : null;
+  const r = await new Git(repo).exec(["show-ref", "--verify", "--quiet", "refs/heads/forkflush"], { check: false });
+  return r.exitCode === 0 ? "the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again" : null;
 }
 async function unprotected(p) {
   const notes = [];

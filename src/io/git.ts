@@ -36,6 +36,14 @@ export class GitStalledError extends GitError {
   }
 }
 
+/** A git command whose output passed GIT_OUTPUT_MAX_CHARS: never half a listing (what was cut could be anything). */
+export class GitOutputTooLongError extends GitError {
+  override name = 'GitOutputTooLongError';
+  constructor(args: string[], exitCode: number | null) {
+    super(args, exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1_000_000} MB`);
+  }
+}
+
 /** A git command stopped by the signal it was given (Ctrl-C): no answer at all. */
 export class GitStoppedError extends GitError {
   override name = 'GitStoppedError';
@@ -105,7 +113,7 @@ export class Git {
     if (r.stopped === 'timeout') throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
     if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
     // Never half a listing: what was cut off could be anything (the one oversized file, say).
-    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1_000_000} MB`);
+    if (r.outputCut) throw new GitOutputTooLongError(args, r.exitCode);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || '' };
     if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
     return result;

@@ -89,11 +89,10 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   return { problems, notes };
 }
 
-/** A branch or tag named `forkflush` (or `forkflush/<x>`) where forkflush's branches go: git makes none under it. */
+/** A branch named `forkflush`, where forkflush's branches go (forkflush/<run>/...): git makes none under it. */
 async function blockingRef(repo: string): Promise<string | null> {
-  const r = await new Git(repo).exec(['for-each-ref', '--format=%(refname)', 'refs/heads/forkflush'], { check: false });
-  const ref = r.stdout.split('\n').find((l) => l === 'refs/heads/forkflush');
-  return ref
+  const r = await new Git(repo).exec(['show-ref', '--verify', '--quiet', 'refs/heads/forkflush'], { check: false });
+  return r.exitCode === 0
     ? 'the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again'
     : null;
 }

@@ -13,7 +13,7 @@ import {
   RECORDED_TREE_LISTING_MAX_BYTES,
 } from '../core/bounds.js';
 import { type Cleaned, emptyFolder, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
-import { Git, GitError, type GitOptions, type GitResult } from '../io/git.js';
+import { Git, type GitOptions, GitOutputTooLongError, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 
 /**
@@ -203,7 +203,7 @@ async function refuseLongListing(own: OwnRepo, tree: string): Promise<void> {
     .exec(['ls-tree', '-r', '-z', '--name-only', tree])
     .then((r) => r.stdout.length)
     .catch((e: unknown) => {
-      if (e instanceof GitError && /its output passed/.test(e.message)) return Number.POSITIVE_INFINITY;
+      if (e instanceof GitOutputTooLongError) return Number.POSITIVE_INFINITY;
       throw e;
     });
   if (listed > RECORDED_TREE_LISTING_MAX_BYTES)

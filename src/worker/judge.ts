@@ -7,7 +7,7 @@ import { JUDGE_PLANTED_NAMED_MAX, JUDGE_WRITTEN_NAMED_MAX } from '../core/bounds
 import { CONFIG_PATH } from '../core/config.js';
 import { guardedFolders, matchesAny } from '../core/globs.js';
 import { addCleaned, type Cleaned, nestedRepoFiles, removeTree, sweepTree } from '../io/agent-files.js';
-import { GitError } from '../io/git.js';
+import { GitOutputTooLongError } from '../io/git.js';
 import { NO_ACCOUNT, type Unaccounted } from '../io/sandbox.js';
 import { expandHome, graderConfinement, judgeFixedPaths, privateTmp, setupConfinement } from './boundary.js';
 import { checkoutInto, rewriteFiles, untrackedPaths } from './cleanroom.js';
@@ -115,7 +115,7 @@ function confined(b: Bench, confinement: () => Unaccounted) {
 /** Files in the checkout that the commit does not have, at protected paths; null: too many to list. */
 async function madeAtProtectedPaths(b: Bench): Promise<string[] | null> {
   const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false }).catch((e: unknown) => {
-    if (e instanceof GitError && /its output passed/.test(e.message)) return null;
+    if (e instanceof GitOutputTooLongError) return null;
     throw e;
   });
   return made === null ? null : made.filter((p) => matchesAny(p, b.protectedGlobs));
