@@ -2,12 +2,24 @@
 // did nothing, money spent on rounds that cannot work, a run stuck with no word to the team).
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
-import { Harness } from './harness.js';
+import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
 
 const RUN = 'issue-7';
+
+/** Plays every dispatched round of a run: each job pushes a score, then reports completed. */
+async function playToEnd(h: Harness, run = RUN) {
+  for (let guard = 0; guard < 50; guard++) {
+    const state = h.state(run);
+    const open = state.rounds.find((r) => !r.decision);
+    if (state.status === 'finished' || !open) return;
+    for (const e of open.episodes) if (!e.result) h.pushResult(state, e, 1);
+    for (const e of open.episodes) await h.jobCompleted(run, e.id);
+  }
+  throw new Error('the run did not finish');
+}
 
 describe('overnight: a mistake found before the whole budget is spent', () => {
   it('a grader that scores neither the initial workspace nor any branch of the opening round stops the run', async () => {
@@ -66,6 +78,52 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
     const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
     // The team reads the issue: it must not say a round is running when none could start.
     expect(comment).not.toMatch(/round 1 \([^)]*\) running/);
+  });
+});
+
+
+describe('overnight: the nightly rounds', () => {
+  it('keep to limits.runs_per_repo: the nightly tick does not set more runs going at once than it allows', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\nlimits:\n  runs_per_repo: 1\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await playToEnd(h, 'issue-7');
+    await h.label(8);
+    await playToEnd(h, 'issue-8');
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    const running = ['issue-7', 'issue-8'].filter((run) => h.state(run).status === 'running');
+    expect(running.length).toBeLessThanOrEqual(1);
+  });
+
+  it('a reviewer\'s commit on the result branch: the new result that cannot be published is said on the issue', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await playToEnd(h);
+    // A reviewer fixes a typo on the draft pull request's branch, as reviewers do.
+    const ref = 'refs/heads/forkflush/issue-7/result';
+    const head = h.gh.refs.get(ref) as string;
+    const files = { ...h.gh.commits.get(head)?.files, 'TYPO.md': 'fixed\n' };
+    h.gh.refs.set(ref, h.gh.commit({ message: 'fix a typo', parents: [head], files }));
+    // The night's round finds a better result.
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    const state = h.state(RUN);
+    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 9);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id).catch(() => {});
+    expect(h.state(RUN).best?.score).toBe(9);
+    // The draft pull request the team merges must not claim a result its branch does not hold...
+    const holdsBest = h.gh.refs.get(ref) === h.state(RUN).lineages[0]?.head;
+    expect({ title: h.gh.pulls[0]?.title, holdsBest }).not.toEqual({ title: 'forkflush issue-7: best score 9', holdsBest: false });
+    // ...and the issue must say why the result branch stayed behind, and what to do.
+    expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body).join('\n')).toContain(
+      'has commits forkflush did not make',
+    );
   });
 });
 
