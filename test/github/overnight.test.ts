@@ -2,6 +2,7 @@
 // did nothing, money spent on rounds that cannot work, a run stuck with no word to the team).
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
+import { roundDeadlineMinutes } from '../../src/core/method.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -124,6 +125,29 @@ describe('overnight: the nightly rounds', () => {
     expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body).join('\n')).toContain(
       'has commits forkflush did not make',
     );
+  });
+
+  it('a tick that reaches a run late (the hosted tick goes through every repository with one time) gives its round its full deadline', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await playToEnd(h);
+    // The tick began at 03:00 (tickInstallations reads the clock once); after the repositories
+    // before this one (writes are throttled to one a second), it reaches this run past the round's deadline.
+    const minutes = roundDeadlineMinutes(h.state(RUN).config);
+    const began = new Date(h.clock.getTime() + 24 * 3_600_000);
+    h.clock = new Date(began.getTime() + (minutes + 5) * 60_000);
+    await nightlyTick(h.api(), began);
+    const state = h.state(RUN);
+    const [first, second] = h.openEpisodes(RUN);
+    if (!first || !second) throw new Error('expected a nightly round of two branches');
+    // Minutes later its first job reports; the second is still running.
+    h.clock = new Date(h.clock.getTime() + 5 * 60_000);
+    h.pushResult(state, first, 3);
+    await h.jobCompleted(RUN, first.id);
+    expect(h.state(RUN).rounds.at(-1)?.episodes[1]?.result?.reason).toBeUndefined();
   });
 });
 
