@@ -82,7 +82,6 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
   });
 });
 
-
 describe('overnight: the nightly rounds', () => {
   it('keep to limits.runs_per_repo: the nightly tick does not set more runs going at once than it allows', async () => {
     const h = await new Harness({
@@ -99,7 +98,7 @@ describe('overnight: the nightly rounds', () => {
     expect(running.length).toBeLessThanOrEqual(1);
   });
 
-  it('a reviewer\'s commit on the result branch: the new result that cannot be published is said on the issue', async () => {
+  it("a reviewer's commit on the result branch: the new result that cannot be published is said on the issue", async () => {
     const h = await new Harness({
       '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
@@ -120,11 +119,17 @@ describe('overnight: the nightly rounds', () => {
     expect(h.state(RUN).best?.score).toBe(9);
     // The draft pull request the team merges must not claim a result its branch does not hold...
     const holdsBest = h.gh.refs.get(ref) === h.state(RUN).lineages[0]?.head;
-    expect({ title: h.gh.pulls[0]?.title, holdsBest }).not.toEqual({ title: 'forkflush issue-7: best score 9', holdsBest: false });
+    expect({ title: h.gh.pulls[0]?.title, holdsBest }).not.toEqual({
+      title: 'forkflush issue-7: best score 9',
+      holdsBest: false,
+    });
     // ...and the issue must say why the result branch stayed behind, and what to do.
-    expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body).join('\n')).toContain(
-      'has commits forkflush did not make',
-    );
+    expect(
+      h.gh.comments
+        .filter((c) => c.issue === 7)
+        .map((c) => c.body)
+        .join('\n'),
+    ).toContain('has commits forkflush did not make');
   });
 
   it('a tick that reaches a run late (the hosted tick goes through every repository with one time) gives its round its full deadline', async () => {
@@ -151,3 +156,17 @@ describe('overnight: the nightly rounds', () => {
   });
 });
 
+describe('overnight: a green check means something was gained', () => {
+  it('a run whose initial workspace was never graded (its job failed) does not end with a success check', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    // The job that grades the initial workspace fails (a runner lost at 3 a.m.): no baseline.
+    await h.jobCompleted(RUN, 'base', 'failure');
+    expect(h.state(RUN).base.score).toBeNull();
+    await playToEnd(h);
+    expect(h.state(RUN).status).toBe('finished');
+    // Nothing says any episode beat the workspace it started from.
+    const check = h.gh.checkRuns.find((c) => c.name === 'forkflush');
+    expect(check?.conclusion).not.toBe('success');
+  });
+});
