@@ -68,7 +68,7 @@ export async function runInActions(env = process.env, options: ActionsModeOption
       const { owner, repo } = repositoryOf(env);
       const touched = await nightlyTick(
         new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE),
-        now(),
+        now,
         out.info,
         GITHUB.tickWorkflow,
       );

@@ -40,12 +40,17 @@ export function forkflushApp(options: AppOptions = {}) {
   };
 }
 
-/** The nightly tick for one repository (the scheduled workflow in Actions mode calls it). */
+/**
+ * The nightly tick for one repository (the scheduled workflow in Actions mode calls it). `now` is
+ * read again for each run: a round's deadline counts from when it is really dispatched, however
+ * long the repositories before it took (a Date: a clock that stands still).
+ */
 export async function nightlyTick(
   api: GitHubApi,
-  at: Date,
+  now: Date | (() => Date),
   log?: SyncContext['log'],
   tick?: string,
 ): Promise<string[]> {
-  return nightly({ api, now: at, ...(log ? { log } : {}), ...(tick ? { tick } : {}) });
+  const clock = typeof now === 'function' ? now : () => now;
+  return nightly({ api, now: clock(), ...(log ? { log } : {}), ...(tick ? { tick } : {}) }, clock);
 }

@@ -75,7 +75,7 @@ export function startNightly(
     const day = at.toISOString().slice(0, 10);
     if (busy || day === done || at.getUTCHours() < hour) return;
     busy = true;
-    tickInstallations(app, at, recordKey)
+    tickInstallations(app, now, recordKey)
       .then(() => {
         done = day;
       })
@@ -86,8 +86,15 @@ export function startNightly(
   }, HOUR_MS).unref();
 }
 
-/** Runs the nightly tick in each repository the app is installed on, one at a time. */
-export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer | null): Promise<void> {
+/**
+ * Runs the nightly tick in each repository the app is installed on, one at a time; `now` is read
+ * again for each run (a tick of many repositories takes long, and a round's deadline counts from its dispatch).
+ */
+export async function tickInstallations(
+  app: Probot,
+  now: Date | (() => Date),
+  recordKey: Buffer | null,
+): Promise<void> {
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
@@ -101,7 +108,7 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
           const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(api, at, (line, fields) => log.info(fields ?? {}, line));
+          const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
         } catch (e) {

@@ -8,6 +8,7 @@ import type { RunState } from '../core/state.js';
 import { canWrite } from './amend.js';
 import type { StoredRun } from './api.js';
 import { ConflictError } from './requests.js';
+import { runsPerRepo } from './start.js';
 import { forkProblem } from './steer.js';
 import { type SyncContext, syncStored } from './sync.js';
 
@@ -18,13 +19,13 @@ import { type SyncContext, syncStored } from './sync.js';
  * issue is told why, once. A run whose tick fails is logged and the next one goes on; the tick
  * then fails, naming them.
  */
-export async function nightly(ctx: SyncContext): Promise<string[]> {
+export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.now): Promise<string[]> {
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
   let active = false;
   for (const run of await ctx.api.listRuns()) {
     try {
-      const tick = await nightlyRun(ctx, run);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run);
       if (tick.synced) touched.push(run);
       active ||= tick.active;
     } catch (e) {
@@ -114,7 +115,16 @@ async function nightlySkip(
     };
   }
   const permission = await ctx.api.permission(by);
-  if (canWrite(permission)) return null;
+  if (canWrite(permission)) {
+    // A nightly round sets the run going again: within limits.runs_per_repo, as a start is.
+    const busy = await runsPerRepo(
+      ctx.api,
+      stored.state.config,
+      stored.state.id,
+      'the next nightly tick runs its round',
+    );
+    return busy ? { key: 'busy', text: busy } : null;
+  }
   return {
     key: `permission:${by}`,
     text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`,
