@@ -58,6 +58,8 @@ const githubRunProgress = z.object({
    * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
    */
   baseGrade: z.enum(['asked', 'done']).optional(),
+  /** Done without a grade: its job failed or never reported (the run's gain over it is unknown). */
+  baseUngraded: z.literal(true).optional(),
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: z.record(z.string(), z.number().int()).optional(),
   /**
@@ -79,6 +81,11 @@ const githubRunProgress = z.object({
   nightlySkipped: z.string().optional(),
   /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
   stopReason: z.string().optional(),
+  /**
+   * The work item that failed when last tried (a dispatch GitHub refused, a result branch someone
+   * pushed to), what it said and since when: the issue says the run is stuck until an attempt passes.
+   */
+  blocked: z.object({ work: z.string(), message: z.string(), since: z.string() }).optional(),
   /**
    * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
    * once), who and when; its job's dispatch and the workflow run it started (only that run's job

@@ -12,7 +12,7 @@ import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
 import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
 import type { RunState } from './state.js';
-import { budgetLeftUnspent, retryStopped, runStop, sameScoreEverywhere } from './stop.js';
+import { budgetLeftUnspent, haltsOnGitHub, type RunStop, retryStopped, runStop, sameScoreEverywhere } from './stop.js';
 import { formatNumber, inertCodeSpan, markdownTable } from './text.js';
 
 export function issueComment(
@@ -64,12 +64,11 @@ export function issueComment(
 /** Where the run stands, in a phrase. */
 function statusText(state: RunState, phase: RunPhase, view: GitHubView): string {
   const open = state.rounds.find((r) => !r.decision);
-  // A run its setup stopped (every branch of a round failed setup, or the agent cannot start)
-  // says why, whatever else holds. (Not a grader that scored nothing: a missing grade of the
-  // initial workspace says nothing about the grader on GitHub, where older runs had none.)
-  const stop = phase === 'finished' ? null : runStop(state);
-  const halted = stop?.code === 2 ? stop : null;
+  // A run a stop halted (every branch of a round failed setup, the agent cannot start, a grader
+  // that scored nothing once the initial workspace's grade is in) says why, whatever else holds.
+  const halted = haltedBy(state, phase, view);
   if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
+  if (view.blocked) return stuckText(view.blocked);
   if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? ' (`/autoresearch resume`)' : ''}`;
   if (phase === 'stopped' && state.status === 'finished')
     return 'finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again';
@@ -83,11 +82,37 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
   return `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`;
 }
 
+/** A run held up by a work item that keeps failing: what, its error, and what forkflush does about it. */
+function stuckText(b: NonNullable<GitHubView['blocked']>): string {
+  return (
+    `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace('T', ' ')} UTC). ` +
+    "It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or `/autoresearch stop`"
+  );
+}
+
+/** What a work item of core/work.ts does, by its key, in words. */
+function workText(key: string): string {
+  const [kind, what] = key.split(':');
+  if (kind === 'dispatch') return `start round ${what}'s jobs`;
+  if (kind === 'settle') return `settle round ${what}`;
+  if (kind === 'publish') return `publish episode ${what}'s result`;
+  if (kind === 'best') return 'move the best workspace';
+  return "publish the run's result";
+}
+
+/** The stop that halted a run on GitHub (core/stop.ts haltsOnGitHub), or null. */
+function haltedBy(state: RunState, phase: RunPhase, view: GitHubView): RunStop | null {
+  const stop = phase === 'finished' ? null : runStop(state);
+  return haltsOnGitHub(stop, view.baseGrade === 'done' || view.baseGrade === 'lost') ? stop : null;
+}
+
 /** The initial workspace's grade, or where it stands. */
 function baseText(state: RunState, view: GitHubView): string {
   if (state.base.score !== null) return `**${scoreText(state.base.score)}**, graded in the sandbox as an episode is`;
   if (view.baseGrade === 'asked') return 'being graded, in a job of the opening round';
   if (view.baseGrade === 'done') return `no score${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ''}`;
+  if (view.baseGrade === 'lost')
+    return `not graded: its job gave no grade${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ''}`;
   return 'not graded (a run started before forkflush graded it on GitHub)';
 }
 
@@ -142,7 +167,7 @@ export function runCheckText(state: RunState, phase: RunPhase, view: GitHubView)
   const open = state.rounds.find((r) => !r.decision);
   const gain = gainText(state);
   const bestScore = state.best ? `best ${scoreText(state.best.score)}${gain ? ` (${gain})` : ''}` : 'no score yet';
-  const halted = phase !== 'finished' && runStop(state)?.code === 2;
+  const halted = haltedBy(state, phase, view) !== null;
   const summary = clip(
     [
       `**Status:** ${statusText(state, phase, view)}  `,
@@ -155,7 +180,10 @@ export function runCheckText(state: RunState, phase: RunPhase, view: GitHubView)
     CHECK_OUTPUT_MAX_BYTES,
   );
   if (phase === 'running' && open && !view.stopReason && !halted) {
-    return { status: 'in_progress', title: `round ${open.index} (${open.phase}) running; ${bestScore}`, summary };
+    const doing = view.blocked
+      ? `stuck: could not ${workText(view.blocked.work)}`
+      : `round ${open.index} (${open.phase}) running`;
+    return { status: 'in_progress', title: `${doing}; ${bestScore}`, summary };
   }
   if (state.status !== 'finished' || halted || view.stopReason) {
     const stopped = halted || view.stopReason !== undefined;
@@ -167,10 +195,15 @@ export function runCheckText(state: RunState, phase: RunPhase, view: GitHubView)
     };
   }
   const beat = state.best !== null && state.best.episode !== 'base';
+  // An initial workspace its job never graded: whether the run gained anything is unknown.
+  const unmeasured = beat && view.baseGrade === 'lost';
   return {
     status: 'completed',
-    conclusion: state.best === null ? 'failure' : beat ? 'success' : 'neutral',
-    title: state.best === null ? 'finished; no episode scored' : `finished; ${bestScore}`,
+    conclusion: state.best === null ? 'failure' : beat && !unmeasured ? 'success' : 'neutral',
+    title:
+      state.best === null
+        ? 'finished; no episode scored'
+        : `finished; ${bestScore}${unmeasured ? '; the initial workspace was not graded, so the gain is unknown' : ''}`,
     summary,
   };
 }

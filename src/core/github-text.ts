@@ -26,12 +26,17 @@ export interface GitHubView {
   issue?: number;
   /** The result pull request, once it is open. */
   resultPr?: number | null;
-  /** The grade of the initial workspace: asked (its job has not reported), done; absent: never asked (older runs). */
-  baseGrade?: 'asked' | 'done';
+  /**
+   * The grade of the initial workspace: asked (its job has not reported), done, lost (its job failed
+   * or never reported); absent: never asked (older runs).
+   */
+  baseGrade?: 'asked' | 'done' | 'lost';
   /** What the issue's text or the starting command changed in the config, and where it came from. */
   overrides?: { text: string; source: string };
   /** Why forkflush stopped the run itself (a worker workflow missing or outdated), with the fix. */
   stopReason?: string;
+  /** The work item (core/work.ts key) that failed when last tried, what it said and since when. */
+  blocked?: { work: string; message: string; since: string };
   /** The last idea map drawn (`/autoresearch map`): its picture and its agreement line. */
   map?: { image: string; line: string };
 }

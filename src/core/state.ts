@@ -238,8 +238,8 @@ export function setupFailed(e: Pick<Episode, 'result'>): boolean {
 
 /**
  * The result of an episode that produced none: its job failed or never reported. Its workspace is
- * the base it started from, and it is charged its whole allowance, as an estimate, since what it
- * spent is unknown.
+ * the base it started from (unchanged: such failures in a row stop the run, core/stop.ts
+ * crashedRun), and it is charged its whole allowance, as an estimate, since what it spent is unknown.
  */
 export function failedResult(e: Episode, reason: string): EpisodeResult {
   return {
@@ -253,5 +253,11 @@ export function failedResult(e: Episode, reason: string): EpisodeResult {
     graderSeconds: 0,
     wallSeconds: 0,
     spentBasis: 'estimated',
+    unchanged: true,
   };
+}
+
+/** Whether a result is one `failedResult` made: the episode's job gave none. */
+export function gaveNoResult(r: EpisodeResult | undefined): r is EpisodeResult {
+  return r?.exit === 'crash' && r.spentBasis === 'estimated' && r.wallSeconds === 0 && r.agentSeconds === 0;
 }

@@ -19,10 +19,12 @@ import { FAILURE_WHAT, GENERIC_FIX, isTransient, resumableFailure } from './fail
 import { AGENT_TRIES, CRASH_STREAK } from './method.js';
 import type { Action } from './reconcile.js';
 import { reconcile } from './reconcile.js';
+import { extraRounds, extraSpent } from './schedule.js';
 import {
   allEpisodes,
   type Episode,
   type EpisodeResult,
+  gaveNoResult,
   type RecordedFailure,
   type Round,
   type RunState,
@@ -64,7 +66,25 @@ export function outageStop(state: RunState): boolean {
   return retry.length > 0 && retry.every((e) => isTransient(stoppingFailure(e.result)?.kind ?? 'crash'));
 }
 
+/**
+ * Why the run stops. A resume never takes the run past its budget (budget.total; schedule.budget
+ * for a round after the plan): the episodes it would run again may spend their allowances anew,
+ * on top of what their stopped tries were charged (a job that gave no result: its whole allowance).
+ */
 function cause(state: RunState): Cause | null {
+  const c = stopCause(state);
+  const open = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open) return c;
+  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const [used, bound, which] = open.extra
+    ? [extraSpent(state), extraRounds(state.config).budget, 'schedule.budget']
+    : [spent(state), state.config.budget.total, 'budget.total'];
+  if (used + again <= bound * (1 + 1e-9)) return c;
+  const note = `; a resume cannot run ${c.retry.length === 1 ? 'it' : 'them'} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
+}
+
+function stopCause(state: RunState): Cause | null {
   const open = state.rounds.find((r) => !r.decision);
   if (open) {
     const failed = open.episodes.filter((e) => stoppingFailure(e.result) !== null);
@@ -80,8 +100,9 @@ function cause(state: RunState): Cause | null {
       return { stop: everySetupFailed(open, state.config.setup.commands.length > 0), retry: open.episodes };
   }
   const opening = state.rounds[0];
-  // Branches whose setup failed did not try: the grader is judged by those that did.
-  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  // Branches whose setup failed did not try, and those whose job gave no result were not graded:
+  // the grader is judged by the others.
+  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
   if (
     state.base.score === null &&
     opening?.decision &&
@@ -241,6 +262,16 @@ function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout:
       retry: null,
     };
   }
+  if (crashed.every((e) => gaveNoResult(e.result))) {
+    return {
+      stop: stop(
+        2,
+        (q) =>
+          `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? 'no reason given')}, so the run stopped before it spent more: ${NO_RESULT_FIX}`,
+      ),
+      retry: crashed.filter((e) => e.round === open.index),
+    };
+  }
   const words = last?.failure?.quote || last?.note || 'it printed nothing';
   const timedOut = crashed.filter((e) => e.result?.exit === 'timeout').length;
   const what = noWork
@@ -261,6 +292,11 @@ function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout:
     retry: crashed.filter((e) => e.round === open.index),
   };
 }
+
+/** What to do when the episodes' jobs give no result (they are charged their whole allowance each). */
+const NO_RESULT_FIX =
+  "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its " +
+  'timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run';
 
 /** What to do when the agent never changed anything: it most likely never worked on the task at all. */
 const NO_WORK_FIX =
@@ -306,6 +342,15 @@ function everySetupFailed(round: Round, hasCommands: boolean): RunStop {
 export function stopBefore(state: RunState, next: Action | undefined): RunStop | null {
   const s = stopReason(state);
   return s && (s.code === 2 || (next !== undefined && next.type !== 'finish')) ? s : null;
+}
+
+/**
+ * Whether a stop halts a run on GitHub: one with code 2 always; a grader that scored nothing once
+ * the initial workspace's grade is in (`baseSettled`: runs started before forkflush graded it on
+ * GitHub have none, and there a missing grade says nothing about the grader).
+ */
+export function haltsOnGitHub(s: RunStop | null, baseSettled: boolean): s is RunStop {
+  return s !== null && (s.code === 2 || (baseSettled && s.graderScoredNothing === true));
 }
 
 /**

@@ -84,6 +84,7 @@ export async function observeBase(
   }
   if (!grade) return state;
   files.baseGrade = 'done';
+  if (!head) files.baseUngraded = true;
   return applyBaseGrade(state, grade);
 }
 

@@ -31,9 +31,10 @@ export function viewOf(state: RunState, files: GitHubRunRecord): GitHubView {
     best: refName(refs.best),
     issue: files.issue,
     resultPr: files.finalPr || null,
-    ...(files.baseGrade ? { baseGrade: files.baseGrade } : {}),
+    ...(files.baseGrade ? { baseGrade: files.baseUngraded ? 'lost' : files.baseGrade } : {}),
     ...(files.overrides ? { overrides: files.overrides } : {}),
     ...(files.stopReason ? { stopReason: files.stopReason } : {}),
+    ...(files.blocked ? { blocked: files.blocked } : {}),
     ...(files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}),
   };
 }
@@ -120,7 +121,7 @@ function mergeDone(
 ): GitHubRunRecord {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
-  const { orphanChecks: listed, ...rest } = latest;
+  const { orphanChecks: listed, blocked: _theirs, ...rest } = latest;
   const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
   return {
     ...rest,
@@ -132,6 +133,8 @@ function mergeDone(
     ...pick(mine, latest, 'resultHead'),
     ...pick(mine, latest, 'resultDigest'),
     ...pick(mine, latest, 'runCheck'),
+    // What this handler last tried is what holds the run up now, or nothing does.
+    ...(mine.blocked ? { blocked: mine.blocked } : {}),
     ...(mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {}),
     bestCommit: mine.bestCommit ?? latest.bestCommit,
     commentId: latest.commentId ?? mine.commentId,

@@ -63,7 +63,10 @@ function stoppedOrResumed(
   // a second resume at once, of a run the first one set going, must not dispatch it twice.
   if (!stopped && !s.files.stopped && !rerun) return s;
   const files = { ...structuredClone(s.files), stopped };
-  const open = s.state.rounds.find((r) => !r.decision);
+  // The open round as it runs on: dispatched again only when an episode of it has no result (a
+  // stop no resume can help leaves every one with its result, and nothing to dispatch).
+  const state = rerun?.state ?? s.state;
+  const open = state.rounds.find((r) => !r.decision && r.episodes.some((e) => !e.result));
   for (const e of rerun?.episodes ?? []) {
     delete files.published[e.id];
     delete files.claims[`publish:${e.id}`];
@@ -84,7 +87,7 @@ function stoppedOrResumed(
     }
   }
   if (!stopped && asked) files.startedBy = asked.by;
-  return { state: rerun?.state ?? s.state, files };
+  return { state, files };
 }
 
 /** What a stop ends on GitHub: the round's jobs, the checks still waiting, the episodes' open pull requests. */

@@ -10,11 +10,11 @@ import { LOSER_JOURNAL_MAX_BYTES, recordLosers } from '../core/losers.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
-import { stopBefore } from '../core/stop.js';
+import { haltsOnGitHub, stopBefore } from '../core/stop.js';
 import { carryOut, dueWork } from '../core/work.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { Commits, type EventFacts, observe, observeBase } from './observe.js';
-import { layoutOf, phaseOf, saveDone, textDigest, viewOf, workDone } from './record.js';
+import { layoutOf, phaseOf, resultCommit, saveDone, textDigest, viewOf, workDone } from './record.js';
 import { ConflictError } from './requests.js';
 import { GitHubWork, runCheckFields } from './work.js';
 
@@ -74,6 +74,8 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const github = new GitHubWork(api, commits, files, now);
   const completed: number[] = [];
   let failure: unknown = null;
+  // An item no longer due no longer holds the run up (a stop, a resume, another handler did it).
+  if (files.blocked && !due.some((w) => w.key === files.blocked?.work)) delete files.blocked;
   try {
     // A handler that has worked for half a claim's life takes no new item: past its claim's life
     // another handler would take the same item over (a long rate-limit wait, say). The rest stays
@@ -81,13 +83,24 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     const started = Date.now();
     for (const w of work) {
       if (Date.now() - started > (STALE_CLAIM_MINUTES * 60_000) / 2) break;
-      await carryOut(github, state, w, retaking.has(w.key));
+      await carryOut(github, state, w, retaking.has(w.key)).catch((e: unknown) => {
+        if (!(e instanceof ConflictError)) files.blocked = blockedBy(w.key, e, files.blocked, now);
+        throw e;
+      });
       delete files.claims[w.key];
+      if (files.blocked?.work === w.key) delete files.blocked;
     }
-    completed.push(...(await completeOrphanChecks(api, files, now)));
-    await present(api, state, files, now);
   } catch (e) {
     failure = e;
+  }
+  // What people read, also after an item failed: a run that cannot go on says so, and why.
+  if (!(failure instanceof ConflictError)) {
+    try {
+      completed.push(...(await completeOrphanChecks(api, files, now)));
+      await present(api, state, files, now);
+    } catch (e) {
+      failure ??= e;
+    }
   }
   // 4. What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
   if (JSON.stringify(files) !== claimed) {
@@ -117,17 +130,25 @@ async function observeAndDecide(
   const { api } = ctx;
   let state = await observe(api, commits, read, files, ctx);
   state = await observeBase(api, commits, state, files, ctx);
-  // A round whose every branch failed setup stops the run before it is decided (nothing more is
-  // dispatched); the issue comment says why. (Not the rule about an initial workspace without a
-  // score: older runs never graded it here, and its grade may land after the opening round's
-  // results, moving the best to it if it beats them.)
+  // A stop (a round whose every branch failed setup, an agent that cannot work, a grader that
+  // scored nothing once the initial workspace's grade is in) halts the run before its next step:
+  // nothing more is dispatched, and the issue comment says why.
   // At limits.rounds the run finishes with what it has instead of opening another round.
-  state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+  const settled = files.baseGrade === 'done';
+  state = advanceWithinLimits(state, (s, next) => haltsOnGitHub(stopBefore(s, next), settled)).state;
   // With fork.losers: journal, each decided round's losers' notes, read while their branches are
   // there and saved with the claim below: before the next round is dispatched, whose jobs read them.
   const journal = state.config.journal;
   state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
   return state;
+}
+
+/** The record of a work item that failed: since its first failure in a row. */
+function blockedBy(work: string, e: unknown, was: GitHubRunRecord['blocked'], now: Date): GitHubRunRecord['blocked'] {
+  const status = (e as { status?: unknown } | null)?.status;
+  const said = e instanceof Error ? e.message : String(e);
+  const message = (typeof status === 'number' ? `HTTP ${status}: ${said}` : said).slice(0, 500);
+  return { work, message, since: was?.work === work ? was.since : now.toISOString() };
 }
 
 /**
@@ -170,7 +191,10 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
       files.runCheck = { ...check, digest, done: fields.status === 'completed' };
     }
   }
-  if (files.finalPr) {
+  // Not while the result branch is behind the result (its move failed): the pull request would
+  // claim a result its branch does not hold.
+  const behind = layoutOf(files) === 2 && files.resultHead !== undefined && files.resultHead !== resultCommit(state);
+  if (files.finalPr && !behind) {
     const title = finalPrTitle(state);
     const body = finalPrBody(state, files.issue, view);
     const digest = textDigest(`${title}\n${body}`);

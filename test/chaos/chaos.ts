@@ -9,6 +9,7 @@ import { commentMarker } from '../../src/core/github-text.js';
 import { BASE_JOB, issueRunId, stateRef } from '../../src/core/names.js';
 import { extraRounds, extraSpent } from '../../src/core/schedule.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
+import { haltsOnGitHub, retryStopped, runStop } from '../../src/core/stop.js';
 import { resultCommit, viewOf } from '../../src/github/record.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
@@ -277,11 +278,20 @@ export async function chaosRun(seed: number): Promise<Outcome> {
         finished = true;
         break;
       }
-      // A stopped run is resumed by its maintainer, at once or a step later (always once the chaos is over).
-      if (files?.stopped && (!chaos || rng.chance(0.5))) {
+      // Ended by a stop no resume can help: the maintainer starts a new run (check 1 reads the issue).
+      if (!chaos && files && endedByStop(state, files) && Object.keys(files.claims).length === 0) break;
+      // A stopped run is resumed by its maintainer, at once or a step later (always once the chaos is
+      // over); so is one a stop halted that a resume can help (failed jobs in a row: the issue says so).
+      const halted = files && haltsOnGitHub(runStop(state), files.baseGrade === 'done') && retryStopped(state);
+      if ((files?.stopped || halted) && (!chaos || rng.chance(0.5))) {
         await deliver('/autoresearch resume', () => h.comment(ISSUE, '/autoresearch resume'));
         const open = state.rounds.find((r) => !r.decision);
-        if (!h.runFiles(RUN)?.stopped && open) resumed.push(open.index);
+        if (!h.runFiles(RUN)?.stopped && open) {
+          resumed.push(open.index);
+          // Its pending episodes are dispatched again: new jobs, each with a fate of its own.
+          for (const e of open.episodes)
+            if (!stateOf(h)?.rounds[open.index]?.episodes[e.branch]?.result) fates.delete(e.id);
+        }
       }
       let events: Event[] = [];
       for (const ev of playJobs(state, chaos)) {
@@ -395,6 +405,11 @@ async function nights(
   }
 }
 
+/** Whether a stop halted the run for good: one a resume cannot help (core/stop.ts cause). */
+function endedByStop(state: RunState, files: NonNullable<ReturnType<Harness['runFiles']>>): boolean {
+  return !files.stopped && haltsOnGitHub(runStop(state), files.baseGrade === 'done') && !retryStopped(state);
+}
+
 /** Faults other than failed requests: restarts, crashes, clock jumps, failed jobs, stop and fork commands. */
 function countFaults(steps: string[]): number {
   return steps.filter(
@@ -417,8 +432,13 @@ function check(
 ) {
   const state = stateOf(h);
   const files = h.runFiles(RUN);
-  // 1. The run finishes.
-  if (!state || !files || !finished) {
+  // 1. The run finishes, or a stop no resume can help ended it (its jobs kept giving no result until
+  // running them again would pass the budget), and the issue says so.
+  const ended = state && files && !finished && endedByStop(state, files);
+  const status = h.gh.comments.find((c) => c.issue === ISSUE && c.body.startsWith(commentMarker(RUN)));
+  if (ended && !status?.body.includes('a resume cannot run'))
+    violations.push('1: a stop ended the run, and the issue does not say that a resume cannot help');
+  if (!state || !files || (!finished && !ended)) {
     violations.push(
       `1: not finished after ${REPAIR_TICKS} repair ticks (status ${state?.status ?? 'no record'}, final PR ${files?.finalPr ?? 'none'})`,
     );
@@ -501,7 +521,8 @@ function check(
     if (e.result.spent !== want) violations.push(`6: ${e.id} is charged ${e.result.spent}, it spent ${want}`);
     if (landed && e.result.score !== p.score)
       violations.push(`6: ${e.id} has score ${e.result.score}, it pushed ${p.score}`);
-    reported += want;
+    // An episode a resume ran again keeps what its stopped tries were charged.
+    reported += want + (e.interruptedSpent ?? 0);
   }
   if (Math.abs(spent(state) - reported) > 1e-9)
     violations.push(`6: the ledger says ${spent(state)}, the episodes ${reported}`);
@@ -533,12 +554,14 @@ function check(
       violations.push(`8: the check run "${c.name}" on ${c.head_sha.slice(0, 7)} is still ${c.status}`);
   }
   // 14. The run's check follows the result: the newest is on the result's commit (or where the run
-  // started, if nothing beat it), completed: success when an episode beat the initial workspace.
+  // started, if nothing beat it), completed: success when an episode beat the initial workspace
+  // (neutral when its job gave no grade: the gain is unknown).
   const runChecks = h.gh.checkRuns.filter((c) => c.name === 'forkflush');
   const newest = runChecks.at(-1);
   if (finished && state.status === 'finished' && !files?.stopped) {
     const home = files?.finalPr ? (h.gh.branch(`forkflush/${RUN}/result`) ?? '') : state.base.commit;
-    const want = state.best === null ? 'failure' : state.best.episode === 'base' ? 'neutral' : 'success';
+    const want =
+      state.best === null ? 'failure' : state.best.episode === 'base' || files?.baseUngraded ? 'neutral' : 'success';
     if (!newest || newest.head_sha !== home || newest.conclusion !== want)
       violations.push(
         `14: the run's newest check is ${newest ? `${newest.status} ${newest.conclusion} on ${newest.head_sha.slice(0, 7)}` : 'missing'}, the result ${want} on ${home.slice(0, 7)}`,

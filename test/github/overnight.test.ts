@@ -2,7 +2,7 @@
 // did nothing, money spent on rounds that cannot work, a run stuck with no word to the team).
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
-import { roundDeadlineMinutes } from '../../src/core/method.js';
+import { roundDeadlineMinutes, STALE_CLAIM_MINUTES } from '../../src/core/method.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -56,10 +56,20 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
     }
     state = h.state(RUN);
     const failed = state.rounds.flatMap((r) => r.episodes).filter((e) => e.result?.reason?.startsWith('its job ended'));
-    // At most CRASH_STREAK (3) such episodes in a row before the run stops and says so.
-    expect(failed.length).toBeLessThanOrEqual(3);
+    // The run stops and says so: after CRASH_STREAK (3) such episodes in a row. Here the two serial
+    // episodes after the opening, then the fork round's two branches (their jobs end together).
+    expect(failed.map((e) => e.id)).toHaveLength(4);
+    expect(state.status).toBe('running');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toMatch(
+      /stopped: the worker jobs of 4 episodes in a row \(r1\.b0, r2\.b0, r3\.b0, r3\.b1\) ended without a result, the last with `its job ended: failure.*lack a permission/,
+    );
     const check = h.gh.checkRuns.find((c) => c.name === 'forkflush');
-    expect(check?.conclusion).not.toBe('success');
+    expect(check?.conclusion).toBe('failure');
+    // Once the cause is fixed, a resume runs the stopped round's branches again, what they were charged kept.
+    const dispatched = h.gh.dispatches.length;
+    await h.comment(7, '/autoresearch resume');
+    expect(h.gh.dispatches).toHaveLength(dispatched + 1);
+    expect(h.openEpisodes(RUN).map((e) => e.id)).toEqual(['r3.b0', 'r3.b1']);
   });
 
   it('a round that cannot be dispatched (the worker workflow removed or disabled) tells the issue, not "running"', async () => {
@@ -79,6 +89,19 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
     const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
     // The team reads the issue: it must not say a round is running when none could start.
     expect(comment).not.toMatch(/round 1 \([^)]*\) running/);
+    expect(comment).toMatch(
+      /\*\*Status:\*\* stuck: forkflush could not start round 1's jobs \(`.*404.*`; since .* UTC\)/,
+    );
+    expect(h.gh.checkRuns.find((c) => c.name === 'forkflush')?.output?.title).toMatch(
+      /^stuck: could not start round 1's jobs/,
+    );
+    // Once the workflow is back, the next trigger after the failed attempt's claim went stale
+    // dispatches the round, and the issue says it runs.
+    h.gh.inject = null;
+    h.clock = new Date(h.clock.getTime() + (STALE_CLAIM_MINUTES + 1) * 60_000);
+    await nightlyTick(h.api(), h.clock);
+    expect(h.gh.dispatches).toHaveLength(2);
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toMatch(/round 1 \([^)]*\) running/);
   });
 });
 
@@ -95,7 +118,11 @@ describe('overnight: the nightly rounds', () => {
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
     await nightlyTick(h.api(), h.clock);
     const running = ['issue-7', 'issue-8'].filter((run) => h.state(run).status === 'running');
-    expect(running.length).toBeLessThanOrEqual(1);
+    expect(running).toEqual(['issue-7']);
+    // The other run's issue is told why it got no round tonight.
+    expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => c.body)).toContainEqual(
+      expect.stringMatching(/^forkflush ran no nightly round: 1 run is already running in this repository \(issue-7\)/),
+    );
   });
 
   it("a reviewer's commit on the result branch: the new result that cannot be published is said on the issue", async () => {
@@ -132,19 +159,21 @@ describe('overnight: the nightly rounds', () => {
     ).toContain('has commits forkflush did not make');
   });
 
-  it('a tick that reaches a run late (the hosted tick goes through every repository with one time) gives its round its full deadline', async () => {
+  it('a tick that reaches a run late (after the repositories before it) gives its round its full deadline', async () => {
     const h = await new Harness({
       '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
     }).load();
     await h.label(7);
     await playToEnd(h);
-    // The tick began at 03:00 (tickInstallations reads the clock once); after the repositories
-    // before this one (writes are throttled to one a second), it reaches this run past the round's deadline.
+    // The tick began at 03:00; after the repositories before this one (writes are throttled to
+    // one a second), it reaches this run past what would have been the round's deadline.
     const minutes = roundDeadlineMinutes(h.state(RUN).config);
     const began = new Date(h.clock.getTime() + 24 * 3_600_000);
-    h.clock = new Date(began.getTime() + (minutes + 5) * 60_000);
-    await nightlyTick(h.api(), began);
+    const reached = new Date(began.getTime() + (minutes + 5) * 60_000);
+    const readings = [began];
+    h.clock = reached;
+    await nightlyTick(h.api(), () => readings.shift() ?? reached);
     const state = h.state(RUN);
     const [first, second] = h.openEpisodes(RUN);
     if (!first || !second) throw new Error('expected a nightly round of two branches');

@@ -394,9 +394,13 @@ describe("a round's end and a failed job count only from the run the app dispatc
       });
     }
     expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
-    // The current run's completion does end the round.
+    // The current run's completion does count: its episodes end without a result (and a round
+    // whose every job gave none stops the run rather than spend more: overnight.test.ts).
     await h.runCompleted(RUN, 0);
-    expect(h.state(RUN).rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
+    expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual([
+      "its round's workflow run ended without a result for it",
+      "its round's workflow run ended without a result for it",
+    ]);
   });
 
   it("a failed job of the round's dispatched run counts (recorded or not)", async () => {
