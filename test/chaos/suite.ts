@@ -3,10 +3,10 @@
 // vitest's own run leaves them out); each shard writes its outcomes for run.mjs to sum up.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import nock from 'nock';
 import { expect } from 'vitest';
 import { assertNoOpenApiViolations } from '../github/fake-github.js';
 import { chaosRun, type Outcome } from './chaos.js';
+import { offline } from './offline.js';
 
 /** Runs in flight at once in a worker. */
 const CONCURRENT = 8;
@@ -21,8 +21,7 @@ export async function runShard(shard: number, shards: number): Promise<Outcome[]
   /** What broke GitHub's OpenAPI description that no run's own check saw (a request after it). */
   const unseen: string[] = [];
   // Each run has its own GitHub (the box) and app server on 127.0.0.1; nothing else is reachable.
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
+  const online = offline();
   try {
     // A few runs at once: most of a run's time is spent waiting on the other runs' requests. Each
     // that ends makes room for the next seed, so that no worker waits on the slowest run of a batch.
@@ -48,7 +47,7 @@ export async function runShard(shard: number, shards: number): Promise<Outcome[]
       unseen.push(`seeds ${seeds.join(', ')}: ${(e as Error).message}`);
     }
   } finally {
-    nock.enableNetConnect();
+    online();
   }
   const dir = process.env.FORKFLUSH_CHAOS_OUT;
   if (dir) {
