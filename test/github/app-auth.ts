@@ -25,15 +25,16 @@ const TOKEN_SECONDS = 3600;
 let made = 0;
 
 /**
- * The apps' private key, made once per process: an RSA key costs a tenth of a second or more, and
+ * The apps' private key, made once per process (or once per run, by a global setup that passes it
+ * in FORKFLUSH_TEST_APP_KEY: test/app-key.ts): an RSA key costs a tenth of a second or more, and
  * a chaos worker makes a box for each of its 50 runs. Each app still has its own id, the JWT's
  * `iss`, so a box refuses another app's JWT (app-auth.test.ts signs with a stranger's key too).
  */
 let sharedKey: string | undefined;
 const appKey = () =>
-  (sharedKey ??= generateKeyPairSync('rsa', { modulusLength: 2048 })
-    .privateKey.export({ type: 'pkcs1', format: 'pem' })
-    .toString());
+  (sharedKey ??=
+    process.env.FORKFLUSH_TEST_APP_KEY ??
+    generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString());
 
 export class AppAuth {
   readonly appId = 424242 + made;
