@@ -8,14 +8,16 @@ export default defineConfig({
     include: ['test/agents/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    // Two files per agent kind (test/agents/contract/), and the quirks: four at a time keep two cores
-    // busy (the CLIs' starts are most of the CPU; six at a time took longer, opencode's rows past
-    // their bounds), while the faults files' rows mostly wait on a CLI's backoff.
+    // A contract file per agent kind (test/agents/contract/), and the quirks: four at a time keep two
+    // cores busy (the CLIs' starts are most of the CPU; six at a time took longer, opencode's rows
+    // past their bounds).
     maxWorkers: 4,
     // The whole-run suite (whole-runs.test.ts) runs its kinds side by side, two at a time. `npm run
     // test:agents` runs it after the contract files, not beside them: each run starts up to three
     // CLIs, and opencode's start alone takes seconds of CPU, so beside them the contract files'
-    // episodes ran past their deadline on a two-core machine.
+    // episodes ran past their deadline on a two-core machine. Beside it run the faults files
+    // (contract/<kind>.faults.test.ts, all seven at once: their rows mostly wait on a CLI's
+    // backoff): 319 s for both, where the faults files had added 124 s to the contract files' 221 s.
     maxConcurrency: 2,
   },
 });

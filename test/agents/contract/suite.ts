@@ -318,7 +318,7 @@ function triesOf(h: AgentHarness, s: Parameters<typeof runTries>[0]['session']) 
  * The faults that never pass, as `<kind>: faults that never pass` (contract/<kind>.faults.test.ts):
  * each ends, within the episode's time, as a failure of its class that forkflush retried up to its
  * bound (or, for a CLI that retries it until the deadline, as a timeout). A file of their own: they
- * wait on the CLI's backoff, not the CPU, so vitest runs them beside the kinds' other files.
+ * wait on the CLI's backoff, not the CPU, so `npm run test:agents` runs them beside the whole runs.
  */
 export function agentFaults(h: AgentHarness): void {
   describe(`${h.kind}: faults that never pass`, () => {
