@@ -51331,8 +51331,12 @@ function failedResult(e, reason) {
     agentSeconds: 0,
     graderSeconds: 0,
     wallSeconds: 0,
-    spentBasis: "estimated"
+    spentBasis: "estimated",
+    unchanged: true
   };
+}
+function gaveNoResult(r) {
+  return r?.exit === "crash" && r.spentBasis === "estimated" && r.wallSeconds === 0 && r.agentSeconds === 0;
 }
 
 // src/core/records.ts
@@ -51627,6 +51631,8 @@ var githubRunProgress = external_exports.object({
    * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
    */
   baseGrade: external_exports.enum(["asked", "done"]).optional(),
+  /** Done without a grade: its job failed or never reported (the run's gain over it is unknown). */
+  baseUngraded: external_exports.literal(true).optional(),
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
   /**
@@ -51648,6 +51654,11 @@ var githubRunProgress = external_exports.object({
   nightlySkipped: external_exports.string().optional(),
   /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
   stopReason: external_exports.string().optional(),
+  /**
+   * The work item that failed when last tried (a dispatch GitHub refused, a result branch someone
+   * pushed to), what it said and since when: the issue says the run is stuck until an attempt passes.
+   */
+  blocked: external_exports.object({ work: external_exports.string(), message: external_exports.string(), since: external_exports.string() }).optional(),
   /**
    * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
    * once), who and when; its job's dispatch and the workflow run it started (only that run's job
@@ -53106,298 +53117,430 @@ function runsPerRepoProblem(config3, running, again) {
   return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
 }
 
-// src/core/stop.ts
-function stop(code, text) {
-  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+// src/core/losers.ts
+var LOSER_CAP = { entries: 12, entryChars: 400 };
+function keepsLosers(config3) {
+  return config3.fork.losers === "journal" && config3.fork.branches > 1;
 }
-function stopReason(state) {
-  return cause(state)?.stop ?? null;
+function losersOf(round) {
+  const winner = round.decision?.winner;
+  if (round.kind !== "fork" || !winner) return [];
+  return round.episodes.filter((e) => e.id !== winner && e.result);
 }
-function cause(state) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (open2) {
-    const failed = open2.episodes.filter((e) => stoppingFailure(e.result) !== null);
-    const first = failed[0];
-    if (first) {
-      const f = stoppingFailure(first.result);
-      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
-      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+function loserNotes(episode, baseJournal, loserJournal) {
+  const known = /* @__PURE__ */ new Map();
+  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
+  const entries = [];
+  let current = [];
+  const flush = () => {
+    const text = current.join(" ").replace(/\s+/g, " ").trim();
+    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
+    current = [];
+  };
+  for (const raw of plainText(loserJournal).split("\n")) {
+    const line = raw.trim();
+    const seen = known.get(line) ?? 0;
+    if (line === "" || seen > 0) {
+      if (seen > 0) known.set(line, seen - 1);
+      flush();
+      continue;
     }
-    const crashed = crashedRun(state, open2);
-    if (crashed) return crashed;
-    if (open2.episodes.length > 0 && open2.episodes.every(setupFailed))
-      return { stop: everySetupFailed(open2, state.config.setup.commands.length > 0), retry: open2.episodes };
+    if (ENTRY_START.test(line)) flush();
+    current.push(line);
   }
-  const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
-  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      stop: {
-        ...stop(
-          1,
-          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
-        ),
-        graderScoredNothing: true
-      },
-      retry: null
+  flush();
+  const kept = entries.slice(-LOSER_CAP.entries);
+  return { episode, entries: kept, earlier: entries.length - kept.length };
+}
+var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
+var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
+function lines(text) {
+  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
+async function recordLosers(state, read2) {
+  if (!keepsLosers(state.config)) return state;
+  let next = state;
+  for (const round of state.rounds) {
+    const losers = losersOf(round);
+    if (round.losers || losers.length === 0) continue;
+    const base = await read2(losers[0].base);
+    const notes = [];
+    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    next = {
+      ...next,
+      rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
     };
+  }
+  return next;
+}
+
+// src/core/prompts.ts
+var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
+
+## The task
+{{task}}
+
+## The files
+- The workspace: every file in this folder is yours to read and change, except the protected ones.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
+- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
+- The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
+- Protected (restored before the final grading; changing them voids your score): {{protected}}.
+
+## Where things stand
+- Best score so far: {{best}}.
+- Goal: {{goal}}.
+- Hard constraint: the grader must run and print a score; a workspace without a score never counts.
+
+## How to work
+1. Read {{journal}} and the code before you change anything, so you do not repeat what already failed.
+2. Do not limit yourself to small edits: if the current approach has stalled, replace it.
+3. After every change, run the grader and add an entry to {{journal}}: the idea, the change, the score.
+4. Your session ends at a limit you are not told; keep the workspace working and the journal current.
+5. When you stop, print the best score you reached and what produced it.
+{{#directive}}
+
+## Your direction
+Try a substantially different approach from those the journal describes, not a refinement of them.
+{{/directive}}`;
+var DEFAULT_CONTINUATION_TEMPLATE = `Continue working on the task. Best score so far: {{best}} ({{goal}}). After every change run \`{{grade}}\` and add an entry to {{journal}}.`;
+var TEMPLATE_VARIABLES = {
+  task: "the task description",
+  journal: "the journal file",
+  grade: "the command that prints the score",
+  protected: "the protected paths",
+  best: "the best score so far and where it is",
+  goal: "maximize or minimize the score",
+  direction: '"maximize" or "minimize"',
+  fresh: "section shown when the episode starts with no conversation",
+  directive: "section shown when the branch is told to try a different approach",
+  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
+  episode: "the episode id (r<round>.b<branch>)"
+};
+var TemplateError = class extends Error {
+  name = "TemplateError";
+};
+function renderTemplate(template, values, source) {
+  const known = Object.keys(TEMPLATE_VARIABLES);
+  const check2 = (name, index) => {
+    if (!known.includes(name)) {
+      const line = template.slice(0, index).split("\n").length;
+      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
+    }
+  };
+  const sections = template.replace(
+    /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
+    (_all, name, body, index) => {
+      check2(name, index);
+      const v = values[name];
+      return v === true || typeof v === "string" && v !== "" ? body : "";
+    }
+  );
+  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
+    if (name.startsWith("#") || name.startsWith("/")) {
+      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
+    }
+    check2(name, index);
+    const v = values[name];
+    return typeof v === "string" ? v : "";
+  });
+}
+function renderPrompt(p) {
+  const c = p.config;
+  const values = {
+    // Task text can come from untrusted sources (an issue body): it is quoted as data, never merged into the rules.
+    task: quoteTask(p.task),
+    journal: c.journal,
+    grade: p.gradeCommand,
+    protected: c.grader.protected.length > 0 ? c.grader.protected.join(", ") : "none",
+    best: p.best ? `${formatNumber(p.best.score, 6)} (${p.best.where})` : "none yet",
+    goal: c.grader.direction === "maximize" ? "maximize the score (higher is better)" : "minimize the score (lower is better)",
+    direction: c.grader.direction,
+    fresh: p.episode.context === "fresh",
+    directive: p.episode.directive,
+    losers: keepsLosers(c),
+    episode: p.episode.id
+  };
+  const carried = p.episode.context !== "fresh";
+  const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
+  const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
+  const text = renderTemplate(template, values, source);
+  const notes = [
+    ...carried && p.losersAdded !== void 0 ? [
+      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
+    ] : [],
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
+    // A writer's words (a review of the run's pull request), quoted as data like the task.
+    ...p.episode.asked ? [
+      `For this round, someone with write access to the repository asked you to try this:
+
+${quoteTask(p.episode.asked)}`
+    ] : []
+  ];
+  return [text, ...notes].join("\n\n");
+}
+async function loadTemplates(config3, read2, where) {
+  const templates = {};
+  for (const kind of ["branch", "continuation"]) {
+    const path8 = config3.prompts[kind];
+    if (!path8) continue;
+    const text = await read2(path8);
+    if (text === null) return { problem: `prompts.${kind}: ${path8} is not in ${where}` };
+    templates[kind] = text;
+  }
+  const problem2 = templateProblem(config3, templates);
+  return problem2 ? { problem: problem2 } : { templates };
+}
+function quoteTask(task) {
+  const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
+  return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
+}
+function templateProblem(config3, templates) {
+  const sample = {
+    id: "r0.b0",
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: "",
+    allowance: 1,
+    context: "fresh",
+    contextFrom: null,
+    directive: true,
+    seed: 1
+  };
+  try {
+    for (const context of ["fresh", "carry"]) {
+      renderPrompt({
+        config: config3,
+        episode: { ...sample, context },
+        task: "x",
+        best: null,
+        gradeCommand: "grade",
+        templates
+      });
+    }
+    return null;
+  } catch (e) {
+    if (e instanceof TemplateError) return e.message;
+    throw e;
+  }
+}
+
+// src/core/run-overrides.ts
+var OVERRIDE_KEYS = {
+  budget: "budget.total: a number above 0",
+  branches: `fork.branches: a whole number from 1 to ${MAX_BRANCHES}`,
+  strategy: `strategy: one of ${STRATEGIES.join(", ")}`,
+  model: "agent.model: the model's name (letters, digits and . _ - : / @, up to 100)"
+};
+var MODEL = /^[A-Za-z0-9._:/@-]{1,100}$/;
+function parseOverrides(words) {
+  const config3 = {};
+  const problems = [];
+  const seen = /* @__PURE__ */ new Set();
+  const kept = [];
+  for (const word of words.split(/\s+/).filter((w) => w !== "")) {
+    const eq = word.indexOf("=");
+    const key = (eq < 0 ? word : word.slice(0, eq)).toLowerCase();
+    const value = eq < 0 ? "" : word.slice(eq + 1);
+    if (!(key in OVERRIDE_KEYS)) {
+      problems.push(`unknown key \`${key.slice(0, 40)}\`: valid keys are ${keyList()}`);
+      continue;
+    }
+    if (seen.has(key)) {
+      problems.push(`\`${key}\` is given twice`);
+      continue;
+    }
+    seen.add(key);
+    const problem2 = eq < 0 ? "has no value" : setOverride(config3, key, value);
+    if (problem2) problems.push(`\`${key}\` ${problem2}: it sets ${OVERRIDE_KEYS[key]}`);
+    else kept.push(`${key}=${value}`);
+  }
+  return problems.length > 0 ? { problems } : { config: config3, text: kept.join(" ") };
+}
+function setOverride(config3, key, value) {
+  const got = `(got \`${value.slice(0, 40)}\`)`;
+  const n = Number(value);
+  switch (key) {
+    case "budget":
+      if (value === "" || !Number.isFinite(n) || n <= 0) return `is not a number above 0 ${got}`;
+      config3.budget = n;
+      return null;
+    case "branches":
+      if (!Number.isInteger(n) || n < 1 || n > MAX_BRANCHES)
+        return `is not a whole number from 1 to ${MAX_BRANCHES} ${got}`;
+      config3.branches = n;
+      return null;
+    case "strategy":
+      if (!STRATEGIES.includes(value)) return `is not a strategy ${got}`;
+      config3.strategy = value;
+      return null;
+    case "model":
+      if (!MODEL.test(value)) return `is not a model name ${got}`;
+      config3.model = value;
+      return null;
+  }
+}
+function keyList() {
+  return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
+}
+function overridesInText(text) {
+  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
+  return m?.[1] ?? null;
+}
+
+// src/core/worker-drift.ts
+var import_yaml6 = __toESM(require_dist2(), 1);
+var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
+var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
+var PLACEHOLDER = "your-org/forkflush";
+function workerDrift(text, release) {
+  const drift = { stop: [], differ: [] };
+  let doc;
+  try {
+    doc = (0, import_yaml6.parse)(text);
+  } catch (e) {
+    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
+    return drift;
+  }
+  dispatchDrift(doc, drift);
+  const jobs = doc?.jobs ?? {};
+  const withAction = Object.entries(jobs).flatMap(
+    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
+  );
+  const first = withAction[0];
+  if (!first) {
+    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
+    return drift;
+  }
+  stepDrift(first.step, text, release, drift);
+  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
+  return drift;
+}
+function dispatchDrift(doc, drift) {
+  const on = doc?.on;
+  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
+  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
+  if (dispatch === void 0) {
+    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
+    return;
+  }
+  const inputs = dispatch?.inputs ?? {};
+  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
+    );
+}
+function stepDrift(step, text, release, drift) {
+  const uses = step.uses;
+  const [repo = "", ref = ""] = uses.split("@");
+  if (repo.toLowerCase() === PLACEHOLDER) {
+    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
+  } else if (release !== null) {
+    const version2 = versionOf(ref, text, uses);
+    const want = release.replace(/^v/, "");
+    if (version2 === null) {
+      drift.differ.push(
+        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
+      );
+    } else if (version2.split(".")[0] !== want.split(".")[0]) {
+      drift.stop.push(
+        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
+      );
+    } else if (version2.includes(".") && version2 !== want) {
+      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
+    }
+  }
+  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
+  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
+    );
+  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
+  const unknown2 = given.filter((i) => !known.includes(i));
+  if (unknown2.length > 0)
+    drift.differ.push(
+      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
+    );
+  if (!given.includes("context-key"))
+    drift.differ.push(
+      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
+    );
+}
+function versionOf(ref, text, uses) {
+  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
+  if (tag) return tag[1];
+  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
+  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
+  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
+}
+function permissionDrift(job, permissions, drift) {
+  if (permissions === void 0) {
+    drift.differ.push(
+      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
+    );
+    return;
+  }
+  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
+  if (contents !== "write")
+    drift.stop.push(
+      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
+    );
+}
+function workerDriftText(drift, branch) {
+  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
+  const path8 = `.github/workflows/${GITHUB.workflow}`;
+  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
+  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
+  if (drift.stop.length > 0)
+    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
+
+${list(drift.stop)}
+
+` + (drift.differ.length > 0 ? `It also differs in what a run works with:
+
+${list(drift.differ)}
+
+` : "") + `${fix} Then label the issue again.`;
+  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
+
+${list(drift.differ)}
+
+${fix}`;
+}
+
+// src/core/worker-workflow.ts
+var import_yaml7 = __toESM(require_dist2(), 1);
+function workerTimeoutProblem(workflowText, config3) {
+  if (workflowText === null) return null;
+  let doc;
+  try {
+    doc = (0, import_yaml7.parse)(workflowText);
+  } catch {
+    return null;
+  }
+  const jobs = doc?.jobs;
+  if (!jobs || typeof jobs !== "object") return null;
+  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
+  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
+  for (const [name, job] of Object.entries(jobs)) {
+    const j = job;
+    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
+      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
+    );
+    if (!runsEpisodes) continue;
+    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
+    if (typeof minutes !== "number" || minutes >= need) continue;
+    const set3 = Math.ceil(roundDeadlineMinutes(config3));
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
   }
   return null;
 }
-var JUDGE_HINTS = [
-  [
-    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
-    "the judge's grader has no network unless grader.network: true"
-  ],
-  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
-  [
-    /\bis not set\b|unbound variable|KeyError|environment variable/i,
-    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
-  ],
-  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
-  [
-    /cannot open|No such file|ENOENT|not found/i,
-    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
-  ],
-  [
-    /last line is not a number|printed nothing on stdout/i,
-    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
-  ]
-];
-function judgeHint(reasons) {
-  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
-  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
-}
-function stoppingFailure(r) {
-  if (!r) return null;
-  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
-  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
-}
-function agentFailed(e, f) {
-  const fix = f.fix ?? GENERIC_FIX[f.kind];
-  if (f.kind === "cli") {
-    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
-    return stop(
-      2,
-      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
-    );
-  }
-  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
-  return stop(
-    2,
-    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
-  );
-}
-function crashedIdle(e) {
-  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
-}
-function neverWorked(e) {
-  const r = e.result;
-  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
-}
-function overranIdle(e) {
-  const r = e.result;
-  return r?.exit === "budget" && r.unchanged === true && r.spent > 2 * e.allowance;
-}
-function crashedRun(state, open2) {
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
-  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
-  const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
-  const firstFork = state.rounds.find((r) => r.kind === "fork");
-  if (firstFork === open2 && open2.episodes.length > 1) {
-    const branches = open2.episodes.filter((e) => !setupFailed(e));
-    if (branches.length > 0 && open2.episodes.every((e) => e.result) && branches.every(idle))
-      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
-    return null;
-  }
-  const all = allEpisodes(state);
-  const pending = all.findIndex((e) => !e.result);
-  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
-  const streak = [];
-  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
-  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
-  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
-}
-function crashStop(crashed, where, open2, agentTimeout, noWork) {
-  const last = crashed.at(-1)?.result;
-  if (crashed.every(overranIdle)) {
-    const e = crashed.at(-1);
-    return {
-      stop: stop(
-        2,
-        () => `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run`
-      ),
-      retry: null
-    };
-  }
-  const words = last?.failure?.quote || last?.note || "it printed nothing";
-  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
-  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
-  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
-  const yet = noWork ? ", and no episode of the run has changed it," : ",";
-  return {
-    stop: stop(
-      2,
-      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
-    ),
-    retry: crashed.filter((e) => e.round === open2.index)
-  };
-}
-var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
-var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
-var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round, hasCommands) {
-  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
-  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return stop(
-    2,
-    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  );
-}
-function stopBefore(state, next) {
-  const s = stopReason(state);
-  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
-}
-function runStop(state) {
-  if (state.status === "finished") return null;
-  return stopBefore(state, reconcile(state)[0]);
-}
-function budgetLeftUnspent(state) {
-  const { total, unit } = state.config.budget;
-  const used = spent(state);
-  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
-  const episodes = allEpisodes(state).filter((e) => e.result).length;
-  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
-  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
-}
-function sameScoreEverywhere(state) {
-  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
-  const score = state.base.score;
-  if (state.status !== "finished" || score === null || changed.length < 3) return null;
-  if (!changed.every((e) => e.result?.score === score)) return null;
-  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
-}
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-function retryStopped(state) {
-  if (state.status === "finished") return null;
-  const c = cause(state);
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (!c?.retry || c.retry.length === 0 || !open2) return null;
-  const ids = new Set(c.retry.map((e) => e.id));
-  const cleared = open2.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
-  return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
-    episodes: c.retry
-  };
-}
-function withoutResult({ result, ...e }) {
-  const spent2 = result?.spent ?? 0;
-  if (!(spent2 > 0)) return e;
-  return {
-    ...e,
-    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
-    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
-  };
-}
 
-// src/github/record.ts
-import { createHash as createHash2 } from "node:crypto";
-function layoutOf(files) {
-  return files.refsLayout ?? 1;
-}
-function refsOf(state, files) {
-  return runRefs(state.id, layoutOf(files));
-}
-function phaseOf(state, files) {
-  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-}
-function viewOf(state, files) {
-  const refs = refsOf(state, files);
-  return {
-    lineage: refName(refs.lineage(0, state.lineages.length)),
-    best: refName(refs.best),
-    issue: files.issue,
-    resultPr: files.finalPr || null,
-    ...files.baseGrade ? { baseGrade: files.baseGrade } : {},
-    ...files.overrides ? { overrides: files.overrides } : {},
-    ...files.stopReason ? { stopReason: files.stopReason } : {},
-    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
-  };
-}
-function resultLineage(state) {
-  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
-  return best?.lineage ?? 0;
-}
-function resultCommit(state) {
-  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
-  return lineage?.head ?? state.base.commit;
-}
-function workDone(state, files) {
-  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
-  return {
-    opened: Object.keys(files.dispatched).map(Number),
-    published: Object.keys(files.published),
-    settled: files.settled,
-    best: files.bestCommit,
-    finished: files.finalPr !== null && at
-  };
-}
-async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
-  let candidate = { state, files: mine, sha: expected2 };
-  for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      return await api.saveRun(
-        stateRef(state.id),
-        candidate.state,
-        candidate.files,
-        candidate.sha,
-        "forkflush: work done"
-      );
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-      const latest = await api.loadRun(stateRef(state.id));
-      if (!latest) throw e;
-      candidate = {
-        state: latest.state,
-        files: mergeDone(latest.files, mine, released, completedChecks),
-        sha: latest.sha
-      };
-    }
-  }
-  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
-}
-function mergeDone(latest, mine, released, completedChecks) {
-  const claims = { ...latest.claims };
-  for (const key of released) delete claims[key];
-  const { orphanChecks: listed, ...rest } = latest;
-  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
-  return {
-    ...rest,
-    ...orphanChecks.length > 0 ? { orphanChecks } : {},
-    dispatched: { ...latest.dispatched, ...mine.dispatched },
-    published: { ...latest.published, ...mine.published },
-    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
-    finalPr: latest.finalPr ?? mine.finalPr,
-    ...pick2(mine, latest, "resultHead"),
-    ...pick2(mine, latest, "resultDigest"),
-    ...pick2(mine, latest, "runCheck"),
-    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
-    bestCommit: mine.bestCommit ?? latest.bestCommit,
-    commentId: latest.commentId ?? mine.commentId,
-    commentDigest: mine.commentDigest ?? latest.commentDigest,
-    claims
-  };
-}
-function pick2(mine, latest, key) {
-  const value = mine[key] ?? latest[key];
-  return value === void 0 ? {} : { [key]: value };
-}
-function textDigest(text) {
-  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
-}
+// src/github/observe.ts
+import { createHash as createHash3 } from "node:crypto";
 
 // src/core/journal.ts
 function describeContext(e) {
@@ -53542,6 +53685,421 @@ function parseCommitDetails(message) {
   const diffStat = changes.slice("Changes: ".length);
   const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
   return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
+}
+
+// src/github/record.ts
+import { createHash as createHash2 } from "node:crypto";
+function layoutOf(files) {
+  return files.refsLayout ?? 1;
+}
+function refsOf(state, files) {
+  return runRefs(state.id, layoutOf(files));
+}
+function phaseOf(state, files) {
+  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+}
+function viewOf(state, files) {
+  const refs = refsOf(state, files);
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...files.baseGrade ? { baseGrade: files.baseUngraded ? "lost" : files.baseGrade } : {},
+    ...files.overrides ? { overrides: files.overrides } : {},
+    ...files.stopReason ? { stopReason: files.stopReason } : {},
+    ...files.blocked ? { blocked: files.blocked } : {},
+    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
+  };
+}
+function resultLineage(state) {
+  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
+  return best?.lineage ?? 0;
+}
+function resultCommit(state) {
+  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
+  return lineage?.head ?? state.base.commit;
+}
+function workDone(state, files) {
+  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
+  return {
+    opened: Object.keys(files.dispatched).map(Number),
+    published: Object.keys(files.published),
+    settled: files.settled,
+    best: files.bestCommit,
+    finished: files.finalPr !== null && at
+  };
+}
+async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
+  let candidate = { state, files: mine, sha: expected2 };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await api.saveRun(
+        stateRef(state.id),
+        candidate.state,
+        candidate.files,
+        candidate.sha,
+        "forkflush: work done"
+      );
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const latest = await api.loadRun(stateRef(state.id));
+      if (!latest) throw e;
+      candidate = {
+        state: latest.state,
+        files: mergeDone(latest.files, mine, released, completedChecks),
+        sha: latest.sha
+      };
+    }
+  }
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
+}
+function mergeDone(latest, mine, released, completedChecks) {
+  const claims = { ...latest.claims };
+  for (const key of released) delete claims[key];
+  const { orphanChecks: listed, blocked: _theirs, ...rest } = latest;
+  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
+  return {
+    ...rest,
+    ...orphanChecks.length > 0 ? { orphanChecks } : {},
+    dispatched: { ...latest.dispatched, ...mine.dispatched },
+    published: { ...latest.published, ...mine.published },
+    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
+    finalPr: latest.finalPr ?? mine.finalPr,
+    ...pick2(mine, latest, "resultHead"),
+    ...pick2(mine, latest, "resultDigest"),
+    ...pick2(mine, latest, "runCheck"),
+    // What this handler last tried is what holds the run up now, or nothing does.
+    ...mine.blocked ? { blocked: mine.blocked } : {},
+    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
+    bestCommit: mine.bestCommit ?? latest.bestCommit,
+    commentId: latest.commentId ?? mine.commentId,
+    commentDigest: mine.commentDigest ?? latest.commentDigest,
+    claims
+  };
+}
+function pick2(mine, latest, key) {
+  const value = mine[key] ?? latest[key];
+  return value === void 0 ? {} : { [key]: value };
+}
+function textDigest(text) {
+  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+// src/github/observe.ts
+var Commits = class {
+  constructor(api) {
+    this.api = api;
+  }
+  api;
+  known = /* @__PURE__ */ new Map();
+  async get(sha2) {
+    const known = this.known.get(sha2);
+    if (known !== void 0) return known;
+    const commit = await this.api.commit(sha2);
+    this.known.set(sha2, commit);
+    return commit;
+  }
+};
+function protectedDigest(tree, globs) {
+  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
+}
+async function observeBase(api, commits, state, files, seen) {
+  const dispatched = files.dispatched["0"];
+  if (files.baseGrade !== "asked" || !dispatched) return state;
+  const head = await api.refSha(baseGradeRef(state.id));
+  let grade = null;
+  if (head) {
+    const commit = await commits.get(head);
+    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
+    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
+    grade = problem2 === null && "result" in read2 ? {
+      score: read2.result.score,
+      ...read2.result.reason ? { reason: read2.result.reason } : {},
+      graderSeconds: read2.result.graderSeconds
+    } : { score: null, reason: problem2 ?? "not a grade" };
+  } else if (seen.failedJobs?.[BASE_JOB]) {
+    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
+  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
+  }
+  if (!grade) return state;
+  files.baseGrade = "done";
+  if (!head) files.baseUngraded = true;
+  return applyBaseGrade(state, grade);
+}
+function applyBaseGrade(state, grade) {
+  const base = {
+    commit: state.base.commit,
+    score: grade.score,
+    ...grade.reason ? { reason: grade.reason } : {},
+    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
+  };
+  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
+  return {
+    ...state,
+    base,
+    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
+  };
+}
+async function observe(api, commits, state, files, seen) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
+  if (!open2 || !dispatched) return state;
+  const refs = refsOf(state, files);
+  const heads = await api.refHeads(refs.round(open2.index));
+  let next = state;
+  for (const e of open2.episodes) {
+    if (e.result) continue;
+    const head = heads.get(refs.episode(e.round, e.branch));
+    let result = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
+      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id]);
+    } else if (seen.roundEnded === open2.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+async function protectedProblem(api, state, files, sha2, commit) {
+  if (!files.protectedDigest) return null;
+  const short = sha2.slice(0, 7);
+  const tree = await api.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
+  }
+  return null;
+}
+
+// src/core/stop.ts
+function stop(code, text) {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+}
+function stopReason(state) {
+  return cause(state)?.stop ?? null;
+}
+function cause(state) {
+  const c = stopCause(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open2) return c;
+  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const [used, bound, which] = open2.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
+  if (used + again <= bound * (1 + 1e-9)) return c;
+  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
+}
+function stopCause(state) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (open2) {
+    const failed = open2.episodes.filter((e) => stoppingFailure(e.result) !== null);
+    const first = failed[0];
+    if (first) {
+      const f = stoppingFailure(first.result);
+      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
+      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+    }
+    const crashed = crashedRun(state, open2);
+    if (crashed) return crashed;
+    if (open2.episodes.length > 0 && open2.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open2, state.config.setup.commands.length > 0), retry: open2.episodes };
+  }
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      stop: {
+        ...stop(
+          1,
+          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
+        ),
+        graderScoredNothing: true
+      },
+      retry: null
+    };
+  }
+  return null;
+}
+var JUDGE_HINTS = [
+  [
+    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
+    "the judge's grader has no network unless grader.network: true"
+  ],
+  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
+  [
+    /\bis not set\b|unbound variable|KeyError|environment variable/i,
+    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
+  ],
+  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
+  [
+    /cannot open|No such file|ENOENT|not found/i,
+    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
+  ]
+];
+function judgeHint(reasons) {
+  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
+  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
+}
+function stoppingFailure(r) {
+  if (!r) return null;
+  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
+  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
+}
+function agentFailed(e, f) {
+  const fix = f.fix ?? GENERIC_FIX[f.kind];
+  if (f.kind === "cli") {
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+    return stop(
+      2,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
+    );
+  }
+  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
+  return stop(
+    2,
+    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
+  );
+}
+function crashedIdle(e) {
+  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
+}
+function neverWorked(e) {
+  const r = e.result;
+  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
+}
+function overranIdle(e) {
+  const r = e.result;
+  return r?.exit === "budget" && r.unchanged === true && r.spent > 2 * e.allowance;
+}
+function crashedRun(state, open2) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
+  const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
+  const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
+  const firstFork = state.rounds.find((r) => r.kind === "fork");
+  if (firstFork === open2 && open2.episodes.length > 1) {
+    const branches = open2.episodes.filter((e) => !setupFailed(e));
+    if (branches.length > 0 && open2.episodes.every((e) => e.result) && branches.every(idle))
+      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
+    return null;
+  }
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
+  const streak = [];
+  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
+  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
+}
+function crashStop(crashed, where, open2, agentTimeout, noWork) {
+  const last = crashed.at(-1)?.result;
+  if (crashed.every(overranIdle)) {
+    const e = crashed.at(-1);
+    return {
+      stop: stop(
+        2,
+        () => `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run`
+      ),
+      retry: null
+    };
+  }
+  if (crashed.every((e) => gaveNoResult(e.result))) {
+    return {
+      stop: stop(
+        2,
+        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
+      ),
+      retry: crashed.filter((e) => e.round === open2.index)
+    };
+  }
+  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
+  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const yet = noWork ? ", and no episode of the run has changed it," : ",";
+  return {
+    stop: stop(
+      2,
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+    ),
+    retry: crashed.filter((e) => e.round === open2.index)
+  };
+}
+var NO_RESULT_FIX = "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run";
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
+var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
+var RESUME = "resume the run: its round runs again";
+function everySetupFailed(round, hasCommands) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return stop(
+    2,
+    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  );
+}
+function stopBefore(state, next) {
+  const s = stopReason(state);
+  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
+}
+function haltsOnGitHub(s, baseSettled) {
+  return s !== null && (s.code === 2 || baseSettled && s.graderScoredNothing === true);
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== "finished" || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+function retryStopped(state) {
+  if (state.status === "finished") return null;
+  const c = cause(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open2) return null;
+  const ids = new Set(c.retry.map((e) => e.id));
+  const cleared = open2.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
+    episodes: c.retry
+  };
+}
+function withoutResult({ result, ...e }) {
+  const spent2 = result?.spent ?? 0;
+  if (!(spent2 > 0)) return e;
+  return {
+    ...e,
+    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
+    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
+  };
 }
 
 // src/core/report.ts
@@ -53899,9 +54457,9 @@ function issueComment(state, phase, notes = [], view = branchView(state)) {
 }
 function statusText(state, phase, view) {
   const open2 = state.rounds.find((r) => !r.decision);
-  const stop2 = phase === "finished" ? null : runStop(state);
-  const halted = stop2?.code === 2 ? stop2 : null;
+  const halted = haltedBy(state, phase, view);
   if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
+  if (view.blocked) return stuckText(view.blocked);
   if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}`;
   if (phase === "stopped" && state.status === "finished")
     return "finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again";
@@ -53914,10 +54472,27 @@ function statusText(state, phase, view) {
   if (!open2) return "starting";
   return `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done`;
 }
+function stuckText(b) {
+  return `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace("T", " ")} UTC). It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or \`/autoresearch stop\``;
+}
+function workText(key) {
+  const [kind, what] = key.split(":");
+  if (kind === "dispatch") return `start round ${what}'s jobs`;
+  if (kind === "settle") return `settle round ${what}`;
+  if (kind === "publish") return `publish episode ${what}'s result`;
+  if (kind === "best") return "move the best workspace";
+  return "publish the run's result";
+}
+function haltedBy(state, phase, view) {
+  const stop2 = phase === "finished" ? null : runStop(state);
+  return haltsOnGitHub(stop2, view.baseGrade === "done" || view.baseGrade === "lost") ? stop2 : null;
+}
 function baseText(state, view) {
   if (state.base.score !== null) return `**${scoreText(state.base.score)}**, graded in the sandbox as an episode is`;
   if (view.baseGrade === "asked") return "being graded, in a job of the opening round";
   if (view.baseGrade === "done") return `no score${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ""}`;
+  if (view.baseGrade === "lost")
+    return `not graded: its job gave no grade${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ""}`;
   return "not graded (a run started before forkflush graded it on GitHub)";
 }
 function roundsChecklist(state) {
@@ -53945,7 +54520,7 @@ function runCheckText(state, phase, view) {
   const open2 = state.rounds.find((r) => !r.decision);
   const gain = gainText(state);
   const bestScore = state.best ? `best ${scoreText(state.best.score)}${gain ? ` (${gain})` : ""}` : "no score yet";
-  const halted = phase !== "finished" && runStop(state)?.code === 2;
+  const halted = haltedBy(state, phase, view) !== null;
   const summary = clip(
     [
       `**Status:** ${statusText(state, phase, view)}  `,
@@ -53958,7 +54533,8 @@ function runCheckText(state, phase, view) {
     CHECK_OUTPUT_MAX_BYTES
   );
   if (phase === "running" && open2 && !view.stopReason && !halted) {
-    return { status: "in_progress", title: `round ${open2.index} (${open2.phase}) running; ${bestScore}`, summary };
+    const doing = view.blocked ? `stuck: could not ${workText(view.blocked.work)}` : `round ${open2.index} (${open2.phase}) running`;
+    return { status: "in_progress", title: `${doing}; ${bestScore}`, summary };
   }
   if (state.status !== "finished" || halted || view.stopReason) {
     const stopped = halted || view.stopReason !== void 0;
@@ -53970,10 +54546,11 @@ function runCheckText(state, phase, view) {
     };
   }
   const beat = state.best !== null && state.best.episode !== "base";
+  const unmeasured = beat && view.baseGrade === "lost";
   return {
     status: "completed",
-    conclusion: state.best === null ? "failure" : beat ? "success" : "neutral",
-    title: state.best === null ? "finished; no episode scored" : `finished; ${bestScore}`,
+    conclusion: state.best === null ? "failure" : beat && !unmeasured ? "success" : "neutral",
+    title: state.best === null ? "finished; no episode scored" : `finished; ${bestScore}${unmeasured ? "; the initial workspace was not graded, so the gain is unknown" : ""}`,
     summary
   };
 }
@@ -54067,159 +54644,6 @@ function finalPrBody(state, issue2 = null, view = branchView(state)) {
 }
 function mapLines(map2) {
   return ["#### Idea map", "", `![Idea map: where the agents searched](${map2.image})`, "", map2.line];
-}
-
-// src/core/losers.ts
-var LOSER_CAP = { entries: 12, entryChars: 400 };
-function keepsLosers(config3) {
-  return config3.fork.losers === "journal" && config3.fork.branches > 1;
-}
-function losersOf(round) {
-  const winner = round.decision?.winner;
-  if (round.kind !== "fork" || !winner) return [];
-  return round.episodes.filter((e) => e.id !== winner && e.result);
-}
-function loserNotes(episode, baseJournal, loserJournal) {
-  const known = /* @__PURE__ */ new Map();
-  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
-  const entries = [];
-  let current = [];
-  const flush = () => {
-    const text = current.join(" ").replace(/\s+/g, " ").trim();
-    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
-    current = [];
-  };
-  for (const raw of plainText(loserJournal).split("\n")) {
-    const line = raw.trim();
-    const seen = known.get(line) ?? 0;
-    if (line === "" || seen > 0) {
-      if (seen > 0) known.set(line, seen - 1);
-      flush();
-      continue;
-    }
-    if (ENTRY_START.test(line)) flush();
-    current.push(line);
-  }
-  flush();
-  const kept = entries.slice(-LOSER_CAP.entries);
-  return { episode, entries: kept, earlier: entries.length - kept.length };
-}
-var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
-var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
-function lines(text) {
-  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
-}
-async function recordLosers(state, read2) {
-  if (!keepsLosers(state.config)) return state;
-  let next = state;
-  for (const round of state.rounds) {
-    const losers = losersOf(round);
-    if (round.losers || losers.length === 0) continue;
-    const base = await read2(losers[0].base);
-    const notes = [];
-    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
-    next = {
-      ...next,
-      rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
-    };
-  }
-  return next;
-}
-
-// src/github/observe.ts
-import { createHash as createHash3 } from "node:crypto";
-var Commits = class {
-  constructor(api) {
-    this.api = api;
-  }
-  api;
-  known = /* @__PURE__ */ new Map();
-  async get(sha2) {
-    const known = this.known.get(sha2);
-    if (known !== void 0) return known;
-    const commit = await this.api.commit(sha2);
-    this.known.set(sha2, commit);
-    return commit;
-  }
-};
-function protectedDigest(tree, globs) {
-  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
-}
-async function observeBase(api, commits, state, files, seen) {
-  const dispatched = files.dispatched["0"];
-  if (files.baseGrade !== "asked" || !dispatched) return state;
-  const head = await api.refSha(baseGradeRef(state.id));
-  let grade = null;
-  if (head) {
-    const commit = await commits.get(head);
-    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
-    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
-    grade = problem2 === null && "result" in read2 ? {
-      score: read2.result.score,
-      ...read2.result.reason ? { reason: read2.result.reason } : {},
-      graderSeconds: read2.result.graderSeconds
-    } : { score: null, reason: problem2 ?? "not a grade" };
-  } else if (seen.failedJobs?.[BASE_JOB]) {
-    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
-  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
-    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
-  }
-  if (!grade) return state;
-  files.baseGrade = "done";
-  return applyBaseGrade(state, grade);
-}
-function applyBaseGrade(state, grade) {
-  const base = {
-    commit: state.base.commit,
-    score: grade.score,
-    ...grade.reason ? { reason: grade.reason } : {},
-    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
-  };
-  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
-  return {
-    ...state,
-    base,
-    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
-  };
-}
-async function observe(api, commits, state, files, seen) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
-  if (!open2 || !dispatched) return state;
-  const refs = refsOf(state, files);
-  const heads = await api.refHeads(refs.round(open2.index));
-  let next = state;
-  for (const e of open2.episodes) {
-    if (e.result) continue;
-    const head = heads.get(refs.episode(e.round, e.branch));
-    let result = null;
-    if (head && head !== e.base) {
-      const commit = await commits.get(head);
-      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
-      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
-      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
-    } else if (seen.failedJobs?.[e.id]) {
-      result = failedResult(e, seen.failedJobs[e.id]);
-    } else if (seen.roundEnded === open2.index) {
-      result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
-    }
-    if (result) next = applyResult(next, e.id, result);
-  }
-  return next;
-}
-async function protectedProblem(api, state, files, sha2, commit) {
-  if (!files.protectedDigest) return null;
-  const short = sha2.slice(0, 7);
-  const tree = await api.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
-  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
-  if (protectedDigest(tree, globs) !== files.protectedDigest) {
-    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
-  }
-  return null;
 }
 
 // src/github/work.ts
@@ -54488,17 +54912,28 @@ async function syncStored(ctx, stored) {
   const github = new GitHubWork(api, commits, files, now);
   const completed = [];
   let failure2 = null;
+  if (files.blocked && !due.some((w) => w.key === files.blocked?.work)) delete files.blocked;
   try {
     const started = Date.now();
     for (const w of work) {
       if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
-      await carryOut(github, state, w, retaking.has(w.key));
+      await carryOut(github, state, w, retaking.has(w.key)).catch((e) => {
+        if (!(e instanceof ConflictError)) files.blocked = blockedBy(w.key, e, files.blocked, now);
+        throw e;
+      });
       delete files.claims[w.key];
+      if (files.blocked?.work === w.key) delete files.blocked;
     }
-    completed.push(...await completeOrphanChecks(api, files, now));
-    await present(api, state, files, now);
   } catch (e) {
     failure2 = e;
+  }
+  if (!(failure2 instanceof ConflictError)) {
+    try {
+      completed.push(...await completeOrphanChecks(api, files, now));
+      await present(api, state, files, now);
+    } catch (e) {
+      failure2 ??= e;
+    }
   }
   if (JSON.stringify(files) !== claimed) {
     await saveDone(
@@ -54517,10 +54952,17 @@ async function observeAndDecide(ctx, commits, read2, files) {
   const { api } = ctx;
   let state = await observe(api, commits, read2, files, ctx);
   state = await observeBase(api, commits, state, files, ctx);
-  state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+  const settled = files.baseGrade === "done";
+  state = advanceWithinLimits(state, (s, next) => haltsOnGitHub(stopBefore(s, next), settled)).state;
   const journal = state.config.journal;
   state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
   return state;
+}
+function blockedBy(work, e, was, now) {
+  const status2 = e?.status;
+  const said = e instanceof Error ? e.message : String(e);
+  const message = (typeof status2 === "number" ? `HTTP ${status2}: ${said}` : said).slice(0, 500);
+  return { work, message, since: was?.work === work ? was.since : now.toISOString() };
 }
 async function completeOrphanChecks(api, files, now) {
   const done = [];
@@ -54549,7 +54991,8 @@ async function present(api, state, files, now) {
       files.runCheck = { ...check2, digest, done: fields.status === "completed" };
     }
   }
-  if (files.finalPr) {
+  const behind = layoutOf(files) === 2 && files.resultHead !== void 0 && files.resultHead !== resultCommit(state);
+  if (files.finalPr && !behind) {
     const title = finalPrTitle(state);
     const body = finalPrBody(state, files.issue, view);
     const digest = textDigest(`${title}
@@ -54619,7 +55062,8 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
   const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
   if (!stopped && !s.files.stopped && !rerun) return s;
   const files = { ...structuredClone(s.files), stopped };
-  const open2 = s.state.rounds.find((r) => !r.decision);
+  const state = rerun?.state ?? s.state;
+  const open2 = state.rounds.find((r) => !r.decision && r.episodes.some((e) => !e.result));
   for (const e of rerun?.episodes ?? []) {
     delete files.published[e.id];
     delete files.claims[`publish:${e.id}`];
@@ -54636,7 +55080,7 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
     }
   }
   if (!stopped && asked) files.startedBy = asked.by;
-  return { state: rerun?.state ?? s.state, files };
+  return { state, files };
 }
 async function windDown(ctx, next) {
   await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
@@ -54683,14 +55127,184 @@ function forkProblem(state, now) {
   return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
 }
 
+// src/github/start.ts
+async function startRun(ctx, issue2, asked, requested) {
+  const run2 = issueRunId(issue2.number);
+  const existing = await ctx.api.loadRun(stateRef(run2));
+  if (existing) return startExisting(ctx, existing, asked);
+  const overrides = await overridesFor(ctx.api, issue2, asked, requested);
+  if (overrides !== null && "problem" in overrides) return overrides;
+  const setup = await readSetup(ctx.api, run2, overrides);
+  if ("problem" in setup) return setup;
+  const state = newRunState({
+    id: run2,
+    seed: mixSeed(issue2.number),
+    config: setup.config,
+    baseCommit: setup.base,
+    baseScore: null
+  });
+  const files = await firstRecord(ctx.api, issue2, asked, setup);
+  const refs = runRefs(run2, layoutFor(setup.config));
+  for (const l of state.lineages) await ctx.api.createRef(refs.lineage(l.index, state.lineages.length), setup.base);
+  try {
+    const sha2 = await ctx.api.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
+    await wakeTick(ctx);
+    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
+  } catch (e) {
+    if (e instanceof ConflictError) return { state: null };
+    throw e;
+  }
+}
+async function startExisting(ctx, existing, asked) {
+  const run2 = existing.state.id;
+  if (seenAny(existing.files.seen, asked.keys)) {
+    ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
+    return { state: null };
+  }
+  if (existing.files.stopped) {
+    const busy = await runsPerRepo(ctx.api, existing.state.config, run2, "label the issue again");
+    if (busy) return { problem: busy };
+    return { state: await setStopped(ctx, existing, false, asked) };
+  }
+  const next = await amendOnce(ctx.api, existing, "forkflush: labelled", asked.keys, (s) => s);
+  return { state: next ? await syncOrYield(ctx, next) : null };
+}
+async function overridesFor(api, issue2, asked, requested) {
+  const inText = requested ? null : overridesInText(issue2.body ?? "");
+  const words = requested?.words ?? inText;
+  if (words === null) return null;
+  const source = requested?.source ?? "the issue's text";
+  const given = parseOverrides(words);
+  if ("problems" in given)
+    return {
+      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:
+
+${given.problems.map((p) => `- ${p}`).join("\n")}`
+    };
+  const author = issue2.author;
+  if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : "none")) {
+    return {
+      problem: `the issue's text asks for overrides (\`${given.text}\`), and its author${author ? ` @${author}` : ""} has no write access to this repository, so they were not taken. A writer can start the run with them: \`/autoresearch start ${given.text}\`.`
+    };
+  }
+  return { given, source };
+}
+async function readSetup(api, run2, overrides) {
+  const repository = await api.repository();
+  const branch = repository.defaultBranch;
+  const text = await api.readFile(CONFIG_PATH, branch);
+  if (text === null) {
+    for (const name of CONFIG_MISNAMED)
+      if (await api.readFile(name, branch) !== null)
+        return {
+          problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: ${misnamedConfig(name)}, then label the issue again.`
+        };
+    return {
+      problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`
+    };
+  }
+  let config3;
+  try {
+    config3 = parseConfig(text, CONFIG_PATH, overrides?.given.config);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const withOverrides = overrides ? ` with the overrides \`${overrides.given.text}\` (${overrides.source})` : "";
+    return {
+      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:
+
+${e.problems.map((p) => `- ${p}`).join("\n")}`
+    };
+  }
+  const loaded = await loadTemplates(config3, (path8) => api.readFile(path8, branch), `\`${branch}\``);
+  if ("problem" in loaded)
+    return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+  if (worker === null) return { problem: missingWorkerProblem(branch) };
+  const drift = workerDrift(worker, api.release);
+  if (drift.stop.length > 0) return { problem: workerDriftText(drift, branch) };
+  const busy = await runsPerRepo(api, config3, run2, "label this issue again");
+  if (busy) return { problem: busy };
+  const base = await api.refSha(`refs/heads/${branch}`);
+  if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  return {
+    branch,
+    private: repository.private,
+    config: config3,
+    templates: loaded.templates,
+    worker,
+    workerDrift: workerDriftText(drift, branch),
+    base,
+    ...overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}
+  };
+}
+async function firstRecord(api, issue2, asked, setup) {
+  const baseCommit = await api.commit(setup.base);
+  const baseTree = await api.treeFiles(baseCommit.tree);
+  const globs = [...setup.config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
+  const task = visibleText(`# ${issue2.title}
+
+${issue2.body ?? ""}`);
+  const timeout = workerTimeoutProblem(setup.worker, setup.config);
+  const warning = [timeout, setup.workerDrift].filter((w) => w !== null);
+  return {
+    task: task.text,
+    ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
+    templates: setup.templates,
+    configPath: CONFIG_PATH,
+    defaultBranch: setup.branch,
+    issue: issue2.number,
+    commentId: null,
+    stopped: false,
+    dispatched: {},
+    published: {},
+    settled: [],
+    finalPr: null,
+    bestCommit: null,
+    lastNightly: null,
+    claims: {},
+    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
+    privateRepository: setup.private,
+    startedBy: asked.by,
+    seen: remember([], asked.keys),
+    refsLayout: layoutFor(setup.config),
+    // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
+    baseGrade: "asked",
+    baseTree: baseCommit.tree,
+    ...warning.length > 0 ? { workerWarning: warning.join("\n\n") } : {},
+    ...setup.overrides ? { overrides: setup.overrides } : {}
+  };
+}
+function missingWorkerProblem(branch) {
+  return `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. Run \`forkflush init --github\` in a clone of this repository, commit and push the workflows it writes to \`${branch}\` (README, "On GitHub"), then label the issue again.`;
+}
+function layoutFor(config3) {
+  return config3.pull_requests === "episodes" || config3.pull_requests === "winners" ? 1 : 2;
+}
+async function runsPerRepo(api, config3, self2, again) {
+  const running = [];
+  for (const run2 of await api.listRuns()) {
+    if (run2 === self2) continue;
+    let stored;
+    try {
+      stored = await api.loadRun(stateRef(run2));
+    } catch (e) {
+      if (e instanceof RecordError) continue;
+      throw e;
+    }
+    if (stored && !stored.files.stopped && stored.state.status !== "finished") running.push(run2);
+    if (running.length >= config3.limits.runs_per_repo) break;
+  }
+  return runsPerRepoProblem(config3, running, again);
+}
+
 // src/github/nightly.ts
-async function nightly(ctx) {
+async function nightly(ctx, clock = () => ctx.now) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
   let active = false;
   for (const run2 of await ctx.api.listRuns()) {
     try {
-      const tick = await nightlyRun(ctx, run2);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run2);
       if (tick.synced) touched.push(run2);
       active ||= tick.active;
     } catch (e) {
@@ -54753,7 +55367,15 @@ async function nightlySkip(ctx, stored) {
     };
   }
   const permission = await ctx.api.permission(by);
-  if (canWrite(permission)) return null;
+  if (canWrite(permission)) {
+    const busy = await runsPerRepo(
+      ctx.api,
+      stored.state.config,
+      stored.state.id,
+      "the next nightly tick runs its round"
+    );
+    return busy ? { key: "busy", text: busy } : null;
+  }
   return {
     key: `permission:${by}`,
     text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`
@@ -54794,7 +55416,7 @@ var package_default = {
     test: "npm run typecheck && npm run lint && npm run check:dist && node test/chaos/run.mjs --beside 'vitest run'",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts && vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts --exclude 'test/agents/contract/*.faults.test.ts' && node scripts/side-by-side.mjs 'vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts' 'vitest run --config vitest.agents.config.ts --maxWorkers 7 test/agents/contract/*.faults.test.ts'",
     "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
@@ -55268,541 +55890,6 @@ async function notTheMapRunProblem(api, files, end) {
   return latest === end.workflowRun ? null : `the map's latest dispatch started workflow run ${latest}, not ${end.workflowRun}`;
 }
 
-// src/core/prompts.ts
-var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
-
-## The task
-{{task}}
-
-## The files
-- The workspace: every file in this folder is yours to read and change, except the protected ones.
-- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
-- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
-- The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
-- Protected (restored before the final grading; changing them voids your score): {{protected}}.
-
-## Where things stand
-- Best score so far: {{best}}.
-- Goal: {{goal}}.
-- Hard constraint: the grader must run and print a score; a workspace without a score never counts.
-
-## How to work
-1. Read {{journal}} and the code before you change anything, so you do not repeat what already failed.
-2. Do not limit yourself to small edits: if the current approach has stalled, replace it.
-3. After every change, run the grader and add an entry to {{journal}}: the idea, the change, the score.
-4. Your session ends at a limit you are not told; keep the workspace working and the journal current.
-5. When you stop, print the best score you reached and what produced it.
-{{#directive}}
-
-## Your direction
-Try a substantially different approach from those the journal describes, not a refinement of them.
-{{/directive}}`;
-var DEFAULT_CONTINUATION_TEMPLATE = `Continue working on the task. Best score so far: {{best}} ({{goal}}). After every change run \`{{grade}}\` and add an entry to {{journal}}.`;
-var TEMPLATE_VARIABLES = {
-  task: "the task description",
-  journal: "the journal file",
-  grade: "the command that prints the score",
-  protected: "the protected paths",
-  best: "the best score so far and where it is",
-  goal: "maximize or minimize the score",
-  direction: '"maximize" or "minimize"',
-  fresh: "section shown when the episode starts with no conversation",
-  directive: "section shown when the branch is told to try a different approach",
-  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
-  episode: "the episode id (r<round>.b<branch>)"
-};
-var TemplateError = class extends Error {
-  name = "TemplateError";
-};
-function renderTemplate(template, values, source) {
-  const known = Object.keys(TEMPLATE_VARIABLES);
-  const check2 = (name, index) => {
-    if (!known.includes(name)) {
-      const line = template.slice(0, index).split("\n").length;
-      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
-    }
-  };
-  const sections = template.replace(
-    /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
-    (_all, name, body, index) => {
-      check2(name, index);
-      const v = values[name];
-      return v === true || typeof v === "string" && v !== "" ? body : "";
-    }
-  );
-  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
-    if (name.startsWith("#") || name.startsWith("/")) {
-      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
-    }
-    check2(name, index);
-    const v = values[name];
-    return typeof v === "string" ? v : "";
-  });
-}
-function renderPrompt(p) {
-  const c = p.config;
-  const values = {
-    // Task text can come from untrusted sources (an issue body): it is quoted as data, never merged into the rules.
-    task: quoteTask(p.task),
-    journal: c.journal,
-    grade: p.gradeCommand,
-    protected: c.grader.protected.length > 0 ? c.grader.protected.join(", ") : "none",
-    best: p.best ? `${formatNumber(p.best.score, 6)} (${p.best.where})` : "none yet",
-    goal: c.grader.direction === "maximize" ? "maximize the score (higher is better)" : "minimize the score (lower is better)",
-    direction: c.grader.direction,
-    fresh: p.episode.context === "fresh",
-    directive: p.episode.directive,
-    losers: keepsLosers(c),
-    episode: p.episode.id
-  };
-  const carried = p.episode.context !== "fresh";
-  const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
-  const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
-  const text = renderTemplate(template, values, source);
-  const notes = [
-    ...carried && p.losersAdded !== void 0 ? [
-      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
-    ] : [],
-    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
-    // A writer's words (a review of the run's pull request), quoted as data like the task.
-    ...p.episode.asked ? [
-      `For this round, someone with write access to the repository asked you to try this:
-
-${quoteTask(p.episode.asked)}`
-    ] : []
-  ];
-  return [text, ...notes].join("\n\n");
-}
-async function loadTemplates(config3, read2, where) {
-  const templates = {};
-  for (const kind of ["branch", "continuation"]) {
-    const path8 = config3.prompts[kind];
-    if (!path8) continue;
-    const text = await read2(path8);
-    if (text === null) return { problem: `prompts.${kind}: ${path8} is not in ${where}` };
-    templates[kind] = text;
-  }
-  const problem2 = templateProblem(config3, templates);
-  return problem2 ? { problem: problem2 } : { templates };
-}
-function quoteTask(task) {
-  const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
-  return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
-}
-function templateProblem(config3, templates) {
-  const sample = {
-    id: "r0.b0",
-    round: 0,
-    branch: 0,
-    lineage: 0,
-    base: "",
-    allowance: 1,
-    context: "fresh",
-    contextFrom: null,
-    directive: true,
-    seed: 1
-  };
-  try {
-    for (const context of ["fresh", "carry"]) {
-      renderPrompt({
-        config: config3,
-        episode: { ...sample, context },
-        task: "x",
-        best: null,
-        gradeCommand: "grade",
-        templates
-      });
-    }
-    return null;
-  } catch (e) {
-    if (e instanceof TemplateError) return e.message;
-    throw e;
-  }
-}
-
-// src/core/run-overrides.ts
-var OVERRIDE_KEYS = {
-  budget: "budget.total: a number above 0",
-  branches: `fork.branches: a whole number from 1 to ${MAX_BRANCHES}`,
-  strategy: `strategy: one of ${STRATEGIES.join(", ")}`,
-  model: "agent.model: the model's name (letters, digits and . _ - : / @, up to 100)"
-};
-var MODEL = /^[A-Za-z0-9._:/@-]{1,100}$/;
-function parseOverrides(words) {
-  const config3 = {};
-  const problems = [];
-  const seen = /* @__PURE__ */ new Set();
-  const kept = [];
-  for (const word of words.split(/\s+/).filter((w) => w !== "")) {
-    const eq = word.indexOf("=");
-    const key = (eq < 0 ? word : word.slice(0, eq)).toLowerCase();
-    const value = eq < 0 ? "" : word.slice(eq + 1);
-    if (!(key in OVERRIDE_KEYS)) {
-      problems.push(`unknown key \`${key.slice(0, 40)}\`: valid keys are ${keyList()}`);
-      continue;
-    }
-    if (seen.has(key)) {
-      problems.push(`\`${key}\` is given twice`);
-      continue;
-    }
-    seen.add(key);
-    const problem2 = eq < 0 ? "has no value" : setOverride(config3, key, value);
-    if (problem2) problems.push(`\`${key}\` ${problem2}: it sets ${OVERRIDE_KEYS[key]}`);
-    else kept.push(`${key}=${value}`);
-  }
-  return problems.length > 0 ? { problems } : { config: config3, text: kept.join(" ") };
-}
-function setOverride(config3, key, value) {
-  const got = `(got \`${value.slice(0, 40)}\`)`;
-  const n = Number(value);
-  switch (key) {
-    case "budget":
-      if (value === "" || !Number.isFinite(n) || n <= 0) return `is not a number above 0 ${got}`;
-      config3.budget = n;
-      return null;
-    case "branches":
-      if (!Number.isInteger(n) || n < 1 || n > MAX_BRANCHES)
-        return `is not a whole number from 1 to ${MAX_BRANCHES} ${got}`;
-      config3.branches = n;
-      return null;
-    case "strategy":
-      if (!STRATEGIES.includes(value)) return `is not a strategy ${got}`;
-      config3.strategy = value;
-      return null;
-    case "model":
-      if (!MODEL.test(value)) return `is not a model name ${got}`;
-      config3.model = value;
-      return null;
-  }
-}
-function keyList() {
-  return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
-}
-function overridesInText(text) {
-  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
-  return m?.[1] ?? null;
-}
-
-// src/core/worker-drift.ts
-var import_yaml6 = __toESM(require_dist2(), 1);
-var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
-var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
-var PLACEHOLDER = "your-org/forkflush";
-function workerDrift(text, release) {
-  const drift = { stop: [], differ: [] };
-  let doc;
-  try {
-    doc = (0, import_yaml6.parse)(text);
-  } catch (e) {
-    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
-    return drift;
-  }
-  dispatchDrift(doc, drift);
-  const jobs = doc?.jobs ?? {};
-  const withAction = Object.entries(jobs).flatMap(
-    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
-  );
-  const first = withAction[0];
-  if (!first) {
-    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
-    return drift;
-  }
-  stepDrift(first.step, text, release, drift);
-  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
-  return drift;
-}
-function dispatchDrift(doc, drift) {
-  const on = doc?.on;
-  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
-  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
-  if (dispatch === void 0) {
-    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
-    return;
-  }
-  const inputs = dispatch?.inputs ?? {};
-  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
-    );
-}
-function stepDrift(step, text, release, drift) {
-  const uses = step.uses;
-  const [repo = "", ref = ""] = uses.split("@");
-  if (repo.toLowerCase() === PLACEHOLDER) {
-    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
-  } else if (release !== null) {
-    const version2 = versionOf(ref, text, uses);
-    const want = release.replace(/^v/, "");
-    if (version2 === null) {
-      drift.differ.push(
-        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
-      );
-    } else if (version2.split(".")[0] !== want.split(".")[0]) {
-      drift.stop.push(
-        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
-      );
-    } else if (version2.includes(".") && version2 !== want) {
-      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
-    }
-  }
-  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
-  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
-    );
-  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
-  const unknown2 = given.filter((i) => !known.includes(i));
-  if (unknown2.length > 0)
-    drift.differ.push(
-      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
-    );
-  if (!given.includes("context-key"))
-    drift.differ.push(
-      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
-    );
-}
-function versionOf(ref, text, uses) {
-  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
-  if (tag) return tag[1];
-  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
-  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
-  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
-}
-function permissionDrift(job, permissions, drift) {
-  if (permissions === void 0) {
-    drift.differ.push(
-      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
-    );
-    return;
-  }
-  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
-  if (contents !== "write")
-    drift.stop.push(
-      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
-    );
-}
-function workerDriftText(drift, branch) {
-  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
-  const path8 = `.github/workflows/${GITHUB.workflow}`;
-  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
-  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
-  if (drift.stop.length > 0)
-    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
-
-${list(drift.stop)}
-
-` + (drift.differ.length > 0 ? `It also differs in what a run works with:
-
-${list(drift.differ)}
-
-` : "") + `${fix} Then label the issue again.`;
-  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
-
-${list(drift.differ)}
-
-${fix}`;
-}
-
-// src/core/worker-workflow.ts
-var import_yaml7 = __toESM(require_dist2(), 1);
-function workerTimeoutProblem(workflowText, config3) {
-  if (workflowText === null) return null;
-  let doc;
-  try {
-    doc = (0, import_yaml7.parse)(workflowText);
-  } catch {
-    return null;
-  }
-  const jobs = doc?.jobs;
-  if (!jobs || typeof jobs !== "object") return null;
-  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
-  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
-  for (const [name, job] of Object.entries(jobs)) {
-    const j = job;
-    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
-      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
-    );
-    if (!runsEpisodes) continue;
-    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
-    if (typeof minutes !== "number" || minutes >= need) continue;
-    const set3 = Math.ceil(roundDeadlineMinutes(config3));
-    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
-  }
-  return null;
-}
-
-// src/github/start.ts
-async function startRun(ctx, issue2, asked, requested) {
-  const run2 = issueRunId(issue2.number);
-  const existing = await ctx.api.loadRun(stateRef(run2));
-  if (existing) return startExisting(ctx, existing, asked);
-  const overrides = await overridesFor(ctx.api, issue2, asked, requested);
-  if (overrides !== null && "problem" in overrides) return overrides;
-  const setup = await readSetup(ctx.api, run2, overrides);
-  if ("problem" in setup) return setup;
-  const state = newRunState({
-    id: run2,
-    seed: mixSeed(issue2.number),
-    config: setup.config,
-    baseCommit: setup.base,
-    baseScore: null
-  });
-  const files = await firstRecord(ctx.api, issue2, asked, setup);
-  const refs = runRefs(run2, layoutFor(setup.config));
-  for (const l of state.lineages) await ctx.api.createRef(refs.lineage(l.index, state.lineages.length), setup.base);
-  try {
-    const sha2 = await ctx.api.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
-    await wakeTick(ctx);
-    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
-  } catch (e) {
-    if (e instanceof ConflictError) return { state: null };
-    throw e;
-  }
-}
-async function startExisting(ctx, existing, asked) {
-  const run2 = existing.state.id;
-  if (seenAny(existing.files.seen, asked.keys)) {
-    ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
-    return { state: null };
-  }
-  if (existing.files.stopped) {
-    const busy = await runsPerRepo(ctx.api, existing.state.config, run2, "label the issue again");
-    if (busy) return { problem: busy };
-    return { state: await setStopped(ctx, existing, false, asked) };
-  }
-  const next = await amendOnce(ctx.api, existing, "forkflush: labelled", asked.keys, (s) => s);
-  return { state: next ? await syncOrYield(ctx, next) : null };
-}
-async function overridesFor(api, issue2, asked, requested) {
-  const inText = requested ? null : overridesInText(issue2.body ?? "");
-  const words = requested?.words ?? inText;
-  if (words === null) return null;
-  const source = requested?.source ?? "the issue's text";
-  const given = parseOverrides(words);
-  if ("problems" in given)
-    return {
-      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:
-
-${given.problems.map((p) => `- ${p}`).join("\n")}`
-    };
-  const author = issue2.author;
-  if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : "none")) {
-    return {
-      problem: `the issue's text asks for overrides (\`${given.text}\`), and its author${author ? ` @${author}` : ""} has no write access to this repository, so they were not taken. A writer can start the run with them: \`/autoresearch start ${given.text}\`.`
-    };
-  }
-  return { given, source };
-}
-async function readSetup(api, run2, overrides) {
-  const repository = await api.repository();
-  const branch = repository.defaultBranch;
-  const text = await api.readFile(CONFIG_PATH, branch);
-  if (text === null) {
-    for (const name of CONFIG_MISNAMED)
-      if (await api.readFile(name, branch) !== null)
-        return {
-          problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: ${misnamedConfig(name)}, then label the issue again.`
-        };
-    return {
-      problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`
-    };
-  }
-  let config3;
-  try {
-    config3 = parseConfig(text, CONFIG_PATH, overrides?.given.config);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    const withOverrides = overrides ? ` with the overrides \`${overrides.given.text}\` (${overrides.source})` : "";
-    return {
-      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:
-
-${e.problems.map((p) => `- ${p}`).join("\n")}`
-    };
-  }
-  const loaded = await loadTemplates(config3, (path8) => api.readFile(path8, branch), `\`${branch}\``);
-  if ("problem" in loaded)
-    return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
-  const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
-  if (worker === null) return { problem: missingWorkerProblem(branch) };
-  const drift = workerDrift(worker, api.release);
-  if (drift.stop.length > 0) return { problem: workerDriftText(drift, branch) };
-  const busy = await runsPerRepo(api, config3, run2, "label this issue again");
-  if (busy) return { problem: busy };
-  const base = await api.refSha(`refs/heads/${branch}`);
-  if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
-  return {
-    branch,
-    private: repository.private,
-    config: config3,
-    templates: loaded.templates,
-    worker,
-    workerDrift: workerDriftText(drift, branch),
-    base,
-    ...overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}
-  };
-}
-async function firstRecord(api, issue2, asked, setup) {
-  const baseCommit = await api.commit(setup.base);
-  const baseTree = await api.treeFiles(baseCommit.tree);
-  const globs = [...setup.config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
-  const task = visibleText(`# ${issue2.title}
-
-${issue2.body ?? ""}`);
-  const timeout = workerTimeoutProblem(setup.worker, setup.config);
-  const warning = [timeout, setup.workerDrift].filter((w) => w !== null);
-  return {
-    task: task.text,
-    ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
-    templates: setup.templates,
-    configPath: CONFIG_PATH,
-    defaultBranch: setup.branch,
-    issue: issue2.number,
-    commentId: null,
-    stopped: false,
-    dispatched: {},
-    published: {},
-    settled: [],
-    finalPr: null,
-    bestCommit: null,
-    lastNightly: null,
-    claims: {},
-    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
-    privateRepository: setup.private,
-    startedBy: asked.by,
-    seen: remember([], asked.keys),
-    refsLayout: layoutFor(setup.config),
-    // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
-    baseGrade: "asked",
-    baseTree: baseCommit.tree,
-    ...warning.length > 0 ? { workerWarning: warning.join("\n\n") } : {},
-    ...setup.overrides ? { overrides: setup.overrides } : {}
-  };
-}
-function missingWorkerProblem(branch) {
-  return `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. Run \`forkflush init --github\` in a clone of this repository, commit and push the workflows it writes to \`${branch}\` (README, "On GitHub"), then label the issue again.`;
-}
-function layoutFor(config3) {
-  return config3.pull_requests === "episodes" || config3.pull_requests === "winners" ? 1 : 2;
-}
-async function runsPerRepo(api, config3, self2, again) {
-  const running = [];
-  for (const run2 of await api.listRuns()) {
-    if (run2 === self2) continue;
-    let stored;
-    try {
-      stored = await api.loadRun(stateRef(run2));
-    } catch (e) {
-      if (e instanceof RecordError) continue;
-      throw e;
-    }
-    if (stored && !stored.files.stopped && stored.state.status !== "finished") running.push(run2);
-    if (running.length >= config3.limits.runs_per_repo) break;
-  }
-  return runsPerRepoProblem(config3, running, again);
-}
-
 // src/app/people-events.ts
 async function onIssueLabeled(ctxOf, context) {
   const { issue: issue2, label, sender } = context.payload;
@@ -56177,8 +56264,9 @@ function forkflushApp(options2 = {}) {
     app.on("workflow_run.completed", (context) => onRunCompleted(ctxOf, context));
   };
 }
-async function nightlyTick(api, at, log, tick) {
-  return nightly({ api, now: at, ...log ? { log } : {}, ...tick ? { tick } : {} });
+async function nightlyTick(api, now, log, tick) {
+  const clock = typeof now === "function" ? now : () => now;
+  return nightly({ api, now: clock(), ...log ? { log } : {}, ...tick ? { tick } : {} }, clock);
 }
 
 // src/app/server.ts
@@ -56218,14 +56306,14 @@ function startNightly(app, hour, recordKey, now = () => /* @__PURE__ */ new Date
     const day2 = at.toISOString().slice(0, 10);
     if (busy || day2 === done || at.getUTCHours() < hour) return;
     busy = true;
-    tickInstallations(app, at, recordKey).then(() => {
+    tickInstallations(app, now, recordKey).then(() => {
       done = day2;
     }).catch((e) => app.log.error(e, "forkflush: the nightly tick could not list the installations")).finally(() => {
       busy = false;
     });
   }, HOUR_MS).unref();
 }
-async function tickInstallations(app, at, recordKey) {
+async function tickInstallations(app, now, recordKey) {
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
@@ -56237,7 +56325,7 @@ async function tickInstallations(app, at, recordKey) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
           const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(api, at, (line, fields) => log.info(fields ?? {}, line));
+          const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
         } catch (e) {

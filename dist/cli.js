@@ -8356,7 +8356,7 @@ var package_default = {
     test: "npm run typecheck && npm run lint && npm run check:dist && node test/chaos/run.mjs --beside 'vitest run'",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts && vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts --exclude 'test/agents/contract/*.faults.test.ts' && node scripts/side-by-side.mjs 'vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts' 'vitest run --config vitest.agents.config.ts --maxWorkers 7 test/agents/contract/*.faults.test.ts'",
     "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
@@ -29462,6 +29462,9 @@ function isBetter(a, b, direction) {
 function setupFailed(e) {
   return e.result?.exit === "setup";
 }
+function gaveNoResult(r) {
+  return r?.exit === "crash" && r.spentBasis === "estimated" && r.wallSeconds === 0 && r.agentSeconds === 0;
+}
 
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
@@ -30433,6 +30436,11 @@ function extraRounds(config2) {
     return { nightly: s.nightly, budget: s.budget, until: s.until ?? null, rounds: s.rounds ?? null };
   return { nightly: s === "nightly", budget: config2.budget.total, until: null, rounds: null };
 }
+function extraSpent(state) {
+  let sum = 0;
+  for (const r of state.rounds) if (r.extra) for (const e of r.episodes) sum += charged(e);
+  return sum;
+}
 function extraAllowance(state) {
   const c = state.config;
   const left = extraRounds(c).budget - extraCommitted(state);
@@ -30885,6 +30893,16 @@ function outageStop(state) {
   return retry.length > 0 && retry.every((e) => isTransient(stoppingFailure(e.result)?.kind ?? "crash"));
 }
 function cause(state) {
+  const c = stopCause(state);
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open4) return c;
+  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const [used, bound, which] = open4.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
+  if (used + again <= bound * (1 + 1e-9)) return c;
+  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
+}
+function stopCause(state) {
   const open4 = state.rounds.find((r) => !r.decision);
   if (open4) {
     const failed = open4.episodes.filter((e) => stoppingFailure(e.result) !== null);
@@ -30900,7 +30918,7 @@ function cause(state) {
       return { stop: everySetupFailed(open4, state.config.setup.commands.length > 0), retry: open4.episodes };
   }
   const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
     return {
@@ -31003,6 +31021,15 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
       retry: null
     };
   }
+  if (crashed.every((e) => gaveNoResult(e.result))) {
+    return {
+      stop: stop(
+        2,
+        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
+      ),
+      retry: crashed.filter((e) => e.round === open4.index)
+    };
+  }
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
   const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
@@ -31016,6 +31043,7 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
     retry: crashed.filter((e) => e.round === open4.index)
   };
 }
+var NO_RESULT_FIX = "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run";
 var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
