@@ -1,6 +1,6 @@
 // An issue's conversation: whether it is open and its labels, forkflush's status comment (kept
 // current in place), its other comments (each written once), reactions to commands, labels.
-import { createOnce, ONCE, type RepoScope, status } from './requests.js';
+import { createOnce, ONCE, type RepoScope, rateLimited, status } from './requests.js';
 
 export type Reaction = 'eyes' | '+1' | '-1';
 
@@ -53,7 +53,8 @@ export class Issues {
         await this.scope.octokit.rest.issues.updateComment({ ...this.scope.r, comment_id: id, body });
         return id;
       } catch (e) {
-        if (status(e) === 403) refused.add(id);
+        // A 403 for this comment (another app's, or one locked); not GitHub's rate limit's, which is retried later.
+        if (status(e) === 403 && !rateLimited(e)) refused.add(id);
         else if (status(e) !== 404 || searched) throw e;
       }
       id = await this.findMarkedComment(issue, marker, refused);

@@ -64,6 +64,16 @@ export function nothingToOpen(e: unknown): boolean {
   );
 }
 
+/**
+ * Whether GitHub refused a request for its rate limits (a secondary one answers 403 with
+ * `retry-after`), not for what it asks: a refusal to retry later, not one to act on.
+ */
+export function rateLimited(e: unknown): boolean {
+  if (status(e) !== 403 && status(e) !== 429) return false;
+  const headers = (e as { response?: { headers?: Record<string, unknown> } }).response?.headers ?? {};
+  return headers['retry-after'] !== undefined || refusal(e).messages.some((m) => /rate limit/i.test(m));
+}
+
 /** A failure after which GitHub may still have done the request: a server error, a lost connection. */
 export function mayHaveLanded(e: unknown): boolean {
   return (status(e) ?? 0) >= 500;
