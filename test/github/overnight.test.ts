@@ -65,11 +65,28 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
     );
     const check = h.gh.checkRuns.find((c) => c.name === 'forkflush');
     expect(check?.conclusion).toBe('failure');
-    // Once the cause is fixed, a resume runs the stopped round's branches again, what they were charged kept.
+    // Running the two branches again could pass budget.total (80 of 100 charged, 30 more allowed
+    // them): the issue says a resume cannot help, and a resume dispatches nothing.
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain(
+      "a resume cannot run them again: with 80 of budget.total's 100 spent, their allowances (30) would take the run past it, so start a new run",
+    );
     const dispatched = h.gh.dispatches.length;
     await h.comment(7, '/autoresearch resume');
-    expect(h.gh.dispatches).toHaveLength(dispatched + 1);
-    expect(h.openEpisodes(RUN).map((e) => e.id)).toEqual(['r3.b0', 'r3.b1']);
+    expect(h.gh.dispatches).toHaveLength(dispatched);
+  });
+
+  it('jobs of the opening round that give no result stop the run; once fixed, a resume runs them again', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toMatch(
+      /stopped: the worker jobs of every branch of the first fork round \(r0\.b0, r0\.b1\) ended without a result.*\(`\/autoresearch resume`\)/,
+    );
+    await h.comment(7, '/autoresearch resume');
+    expect(h.gh.dispatches).toHaveLength(2);
+    expect(h.openEpisodes(RUN).map((e) => e.id)).toEqual(['r0.b0', 'r0.b1']);
+    // What the failed jobs were charged stays charged.
+    expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.interruptedSpent)).toEqual([15, 15]);
   });
 
   it('a round that cannot be dispatched (the worker workflow removed or disabled) tells the issue, not "running"', async () => {
