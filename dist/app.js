@@ -51861,6 +51861,11 @@ function nothingToOpen(e) {
   const { messages: messages2, errors } = refusal(e);
   return messages2.some((m) => /^(A pull request already exists for |No commits between )/.test(m)) || errors.some((x) => x?.field === "head" && x.code === "invalid");
 }
+function rateLimited(e) {
+  if (status(e) !== 403 && status(e) !== 429) return false;
+  const headers = e.response?.headers ?? {};
+  return headers["retry-after"] !== void 0 || refusal(e).messages.some((m) => /rate limit/i.test(m));
+}
 function mayHaveLanded(e) {
   return (status(e) ?? 0) >= 500;
 }
@@ -51998,7 +52003,7 @@ var Issues = class {
         await this.scope.octokit.rest.issues.updateComment({ ...this.scope.r, comment_id: id, body });
         return id;
       } catch (e) {
-        if (status(e) === 403) refused.add(id);
+        if (status(e) === 403 && !rateLimited(e)) refused.add(id);
         else if (status(e) !== 404 || searched) throw e;
       }
       id = await this.findMarkedComment(issue2, marker, refused);
