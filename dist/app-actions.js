@@ -70627,6 +70627,9 @@ async function protectedProblem(api, state, files, sha2, commit) {
   return null;
 }
 
+// src/core/versions.ts
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+
 // src/core/stop.ts
 function stop(code, text) {
   return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
@@ -70824,7 +70827,6 @@ function sameScoreEverywhere(state) {
   if (!changed.every((e) => e.result?.score === score)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
   if (state.status === "finished") return null;
   const c = cause(state);

@@ -30881,6 +30881,9 @@ function setupWarnings(config2, smallest) {
   ];
 }
 
+// src/core/versions.ts
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+
 // src/core/stop.ts
 function stop(code, text) {
   return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
@@ -31089,7 +31092,6 @@ function sameScoreEverywhere(state) {
   if (!changed.every((e) => e.result?.score === score2)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
   if (state.status === "finished") return null;
   const c = cause(state);

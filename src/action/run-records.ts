@@ -7,7 +7,7 @@ import { type GitHubRunRecord, parseGitHubRunRecord } from '../core/github-run-r
 import { stateRef } from '../core/names.js';
 import { parseRunState, RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
-import { unreadableRunReason } from '../core/stop.js';
+import { unreadableRunReason } from '../core/versions.js';
 import { removeTree } from '../io/agent-files.js';
 import { RecordsRepo } from './records.js';
 import { Remote } from './remote.js';

@@ -13,14 +13,8 @@ import { parseRunState, recordText, STATE_RECORD } from '../../src/core/records.
 import { leaderboard, statusJson } from '../../src/core/report.js';
 import { selectWinner } from '../../src/core/select.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
-import {
-  compareVersions,
-  retryStopped,
-  runStop,
-  stopBefore,
-  stopReason,
-  unreadableRunReason,
-} from '../../src/core/stop.js';
+import { retryStopped, runStop, stopBefore, stopReason } from '../../src/core/stop.js';
+import { compareVersions, unreadableRunReason } from '../../src/core/versions.js';
 import { excludePatterns } from '../../src/worker/cleanroom.js';
 import { config, result } from './helpers.js';
 
