@@ -122,14 +122,20 @@ describe('overnight: a mistake found before the whole budget is spent', () => {
   });
 });
 
+/** A run of issue 7 with nightly rounds (and `more` config), played to its end. */
+async function finishedNightlyRun(more = ''): Promise<Harness> {
+  const h = await new Harness({
+    '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n${more}`,
+    'grade.mjs': 'x',
+  }).load();
+  await h.label(7);
+  await playToEnd(h);
+  return h;
+}
+
 describe('overnight: the nightly rounds', () => {
   it('keep to limits.runs_per_repo: the nightly tick does not set more runs going at once than it allows', async () => {
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\nlimits:\n  runs_per_repo: 1\n`,
-      'grade.mjs': 'x',
-    }).load();
-    await h.label(7);
-    await playToEnd(h, 'issue-7');
+    const h = await finishedNightlyRun('limits:\n  runs_per_repo: 1\n');
     await h.label(8);
     await playToEnd(h, 'issue-8');
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
@@ -143,12 +149,7 @@ describe('overnight: the nightly rounds', () => {
   });
 
   it("a reviewer's commit on the result branch: the new result that cannot be published is said on the issue", async () => {
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
-      'grade.mjs': 'x',
-    }).load();
-    await h.label(7);
-    await playToEnd(h);
+    const h = await finishedNightlyRun();
     // A reviewer fixes a typo on the draft pull request's branch, as reviewers do.
     const ref = 'refs/heads/forkflush/issue-7/result';
     const head = h.gh.refs.get(ref) as string;
@@ -177,12 +178,7 @@ describe('overnight: the nightly rounds', () => {
   });
 
   it('a tick that reaches a run late (after the repositories before it) gives its round its full deadline', async () => {
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
-      'grade.mjs': 'x',
-    }).load();
-    await h.label(7);
-    await playToEnd(h);
+    const h = await finishedNightlyRun();
     // The tick began at 03:00; after the repositories before this one (writes are throttled to
     // one a second), it reaches this run past what would have been the round's deadline.
     const minutes = roundDeadlineMinutes(h.state(RUN).config);
