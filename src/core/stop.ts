@@ -6,14 +6,16 @@
 //     refusing after the worker's tries): the next episode would fail alike (code 2);
 //   - crashes or time-outs that repeat: every branch of the first fork round, or CRASH_STREAK
 //     episodes in a row, crashed or ran until agent.timeout without changing the workspace: an
-//     agent that cannot work here, or one that hangs (a prompt, the network) (code 2);
+//     agent that cannot work here, or one that hangs (a prompt, the network); on GitHub, worker
+//     jobs that gave no result count so too (a permission, a lost runner) (code 2);
 //   - a round in which every branch's setup failed (setup: in the config) let no agent work, and
 //     the next round starts from the same commits (code 2);
 //   - an opening round in which no episode got a score usually means a grader that cannot score
 //     anything (code 1). (A workspace may legitimately start without a score: the paper starts
 //     from an empty one. Its first round gets a score, or something is wrong.)
 // A stop whose cause can be fixed outside the run's config is resumable: the episodes that
-// stopped it run again (retryStopped), their spend kept. A fix to the config needs a new run.
+// stopped it run again (retryStopped), their spend kept, while running them again fits the budget.
+// A fix to the config needs a new run.
 import { spent } from './budget.js';
 import { FAILURE_WHAT, GENERIC_FIX, isTransient, resumableFailure } from './failure.js';
 import { AGENT_TRIES, CRASH_STREAK } from './method.js';
@@ -356,8 +358,8 @@ export function haltsOnGitHub(s: RunStop | null, baseSettled: boolean): s is Run
 
 /**
  * Whether a run (advanced as far as it goes) is stopped, and why: for the issue comment, the
- * reports and the sync. On GitHub, where the initial workspace is never graded (its score is
- * always null), only the stops with code 2 say something about the run.
+ * reports and the sync. On GitHub a stop with code 1 halts the run only once the initial
+ * workspace's grade is in (haltsOnGitHub).
  */
 export function runStop(state: RunState): RunStop | null {
   if (state.status === 'finished') return null;
