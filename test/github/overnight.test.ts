@@ -2,6 +2,7 @@
 // did nothing, money spent on rounds that cannot work, a run stuck with no word to the team).
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
+import { commentMarker } from '../../src/core/github-text.js';
 import { roundDeadlineMinutes, STALE_CLAIM_MINUTES } from '../../src/core/method.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -195,6 +196,24 @@ describe('overnight: the nightly rounds', () => {
     h.pushResult(state, first, 3);
     await h.jobCompleted(RUN, first.id);
     expect(h.state(RUN).rounds.at(-1)?.episodes[1]?.result?.reason).toBeUndefined();
+  });
+});
+
+describe('overnight: GitHub refusing for a while', () => {
+  it('a status comment edit refused for the secondary rate limit (a 403 with retry-after) makes no second status comment', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    let refusals = 1;
+    h.gh.inject = (method, path) =>
+      method === 'PATCH' && /\/issues\/comments\//.test(path) && refusals-- > 0 ? 403 : null;
+    const state = h.state(RUN);
+    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 5);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id).catch(() => {});
+    expect(h.gh.injected).toHaveLength(1);
+    await h.comment(7, '/autoresearch status');
+    const marked = h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith(commentMarker(RUN)));
+    expect(marked).toHaveLength(1);
+    expect(marked[0]?.body).toMatch(/round 1 \([^)]*\) running/);
   });
 });
 
