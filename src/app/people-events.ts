@@ -209,6 +209,11 @@ async function steerRun(
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
       const problem = forkProblem(stored.state, ctx.now);
       if (problem) return `forkflush opened no fork round: ${problem}`;
+      // A finished run that forks runs again: within limits.runs_per_repo, as a resume is.
+      const busy =
+        stored.state.status === 'finished' &&
+        (await runsPerRepo(ctx.api, stored.state.config, run, '`/autoresearch fork` again'));
+      if (busy) return `forkflush opened no fork round: ${busy}`;
       await forkNow(ctx, stored, asked, toTry);
       return null;
     }

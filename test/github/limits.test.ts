@@ -128,6 +128,34 @@ describe('limits.runs_per_repo', () => {
     expect(h.runFiles(RUN)?.stopped).toBe(true);
   });
 
+  it('/autoresearch fork does not set a finished run going again while as many others run', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}limits:\n  runs_per_repo: 1\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+      const state = h.state(RUN);
+      for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 1);
+      for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
+    }
+    expect(h.state(RUN).status).toBe('finished');
+    await h.label(8);
+    expect(h.runFiles('issue-8')?.stopped).toBe(false);
+    const dispatched = h.gh.dispatches.length;
+    await h.comment(7, '/autoresearch fork');
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
+      'forkflush opened no fork round: 1 run is already running in this repository (issue-8), as many as `limits.runs_per_repo` allows (1). ' +
+        'Stop one (`/autoresearch stop` on its issue) or wait for one to finish, then `/autoresearch fork` again.',
+    );
+    expect(h.state(RUN).extraForks).toBeUndefined();
+    expect(h.gh.dispatches).toHaveLength(dispatched);
+    // Once the other run is stopped, the same request opens the round.
+    await h.comment(8, '/autoresearch stop');
+    await h.comment(7, '/autoresearch fork');
+    expect(h.gh.dispatches.length).toBeGreaterThan(dispatched);
+  });
+
   it('by default three run at once', async () => {
     const h = await new Harness().load();
     for (const issue of [1, 2, 3, 4]) await h.label(issue);
