@@ -23,7 +23,7 @@ export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.no
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
   let active = false;
-  for (const run of await ctx.api.listRuns()) {
+  for (const run of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
       const tick = await nightlyRun({ ...ctx, now: clock() }, run);
       if (tick.synced) touched.push(run);
@@ -44,6 +44,21 @@ export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.no
   if (!active && ctx.tick && (await ctx.api.workflows.setEnabled(ctx.tick, false)))
     ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
   return touched;
+}
+
+/**
+ * The runs in the order the tick offers them a round: the one whose last nightly round is oldest
+ * first (none yet: first of all), so that under limits.runs_per_repo the runs take turns instead of
+ * the first listed taking every night's. A record that cannot be read goes first: its tick says why.
+ */
+async function takingTurns(ctx: SyncContext, runs: string[]): Promise<string[]> {
+  const last = new Map<string, string>();
+  for (const run of runs) {
+    const stored = await ctx.api.loadRun(stateRef(run)).catch(() => null);
+    last.set(run, stored?.files.lastNightly ?? '');
+  }
+  const day = (run: string) => last.get(run) ?? '';
+  return [...runs].sort((a, b) => day(a).localeCompare(day(b)));
 }
 
 /**

@@ -147,6 +147,15 @@ describe('overnight: the nightly rounds', () => {
     expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => c.body)).toContainEqual(
       expect.stringMatching(/^forkflush ran no nightly round: 1 run is already running in this repository \(issue-7\)/),
     );
+    // The next nights they take turns: the run that waited goes first, not the first listed.
+    const rounds: string[] = [];
+    for (let night = 2; night <= 4; night++) {
+      for (const run of ['issue-7', 'issue-8']) await playToEnd(h, run);
+      h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+      await nightlyTick(h.api(), h.clock);
+      rounds.push(['issue-7', 'issue-8'].filter((run) => h.state(run).status === 'running').join());
+    }
+    expect(rounds).toEqual(['issue-8', 'issue-7', 'issue-8']);
   });
 
   it("a reviewer's commit on the result branch: the new result that cannot be published is said on the issue", async () => {
