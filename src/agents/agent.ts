@@ -57,31 +57,26 @@ export interface AgentAdapter {
   run(session: AgentSession): Promise<AgentOutcome>;
 }
 
+/** The variables of forkflush's agent contract, the same for every adapter (README, "The command agent"). */
+const CONTRACT: Record<string, (s: AgentSession) => string> = {
+  FORKFLUSH_PROMPT_FILE: (s) => s.promptFile,
+  FORKFLUSH_CONTEXT_DIR: (s) => s.contextDir,
+  FORKFLUSH_BUDGET: (s) => String(s.allowance),
+  FORKFLUSH_BUDGET_UNIT: (s) => s.unit,
+  FORKFLUSH_USAGE_FILE: (s) => s.usageFile,
+  FORKFLUSH_GRADE: (s) => s.gradeCommand,
+  FORKFLUSH_SEED: (s) => String(s.seed),
+  FORKFLUSH_EPISODE: (s) => s.episodeId,
+};
+
 /** The names of forkflush's agent contract: the only FORKFLUSH_ variables an agent ever sees. */
 export const CONTRACT_VARS = [
-  'FORKFLUSH_PROMPT_FILE',
-  'FORKFLUSH_CONTEXT_DIR',
-  'FORKFLUSH_BUDGET',
-  'FORKFLUSH_BUDGET_UNIT',
-  'FORKFLUSH_USAGE_FILE',
-  'FORKFLUSH_GRADE',
-  'FORKFLUSH_SEED',
-  'FORKFLUSH_EPISODE',
+  ...Object.keys(CONTRACT),
   // The idea map's judge (README, "Idea maps"): which question, and the triplet's file.
   'FORKFLUSH_MAP_STEP',
   'FORKFLUSH_TRIPLET_FILE',
 ];
 
-/** The variables of forkflush's agent contract, the same for every adapter (README, "The command agent"). */
 export function forkflushVars(s: AgentSession): Record<string, string> {
-  return {
-    FORKFLUSH_PROMPT_FILE: s.promptFile,
-    FORKFLUSH_CONTEXT_DIR: s.contextDir,
-    FORKFLUSH_BUDGET: String(s.allowance),
-    FORKFLUSH_BUDGET_UNIT: s.unit,
-    FORKFLUSH_USAGE_FILE: s.usageFile,
-    FORKFLUSH_GRADE: s.gradeCommand,
-    FORKFLUSH_SEED: String(s.seed),
-    FORKFLUSH_EPISODE: s.episodeId,
-  };
+  return Object.fromEntries(Object.entries(CONTRACT).map(([name, value]) => [name, value(s)]));
 }
