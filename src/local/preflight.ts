@@ -145,16 +145,22 @@ async function uncommittedInputs(p: PreflightInput): Promise<string[]> {
     { check: false },
   );
   if (r.exitCode !== 0) return [];
-  return r.stdout
-    .split('\n')
-    .filter((l) => l.length > 3)
-    .map((l) => {
-      const code = l.slice(0, 2);
-      const path = l.slice(3);
-      const what =
-        code === '??' ? 'not in git' : code[0] !== ' ' && code[1] === ' ' ? 'staged, not committed' : 'changed';
-      return `${path} (${what})`;
-    });
+  const listed = new Map<string, string>();
+  for (const l of r.stdout.split('\n').filter((x) => x.length > 3)) {
+    const [code, path] = [l.slice(0, 2), l.slice(3)];
+    // A file `git rm --cached` took out of the index is also untracked: one line, the first.
+    if (listed.has(path)) continue;
+    const what =
+      code === 'D '
+        ? 'removed from git, not committed'
+        : code === '??'
+          ? 'not in git'
+          : code[0] !== ' ' && code[1] === ' '
+            ? 'staged, not committed'
+            : 'changed';
+    listed.set(path, `${path} (${what})`);
+  }
+  return [...listed.values()];
 }
 
 /** Words of a shell command that look like paths in the repository (`node grade.mjs` names grade.mjs). */

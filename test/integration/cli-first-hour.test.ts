@@ -162,6 +162,18 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(repo.calls()).toEqual([]);
   });
 
+  it('lists a file `git rm --cached` took out of git once, as removed', async () => {
+    const repo = makeTaskRepo({ grader: 'sh grade.sh' });
+    writeFileSync(join(repo.dir, 'grade.sh'), 'echo 5\n');
+    execFileSync('git', ['-C', repo.dir, 'add', 'grade.sh']);
+    execFileSync('git', ['-C', repo.dir, 'commit', '-qm', 'grader']);
+    execFileSync('git', ['-C', repo.dir, 'rm', '-q', '--cached', 'grade.sh']);
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err.match(/^ {2}grade\.sh \(.*\)$/gm)).toEqual(['  grade.sh (removed from git, not committed)']);
+    expect(runs(repo.dir)).toEqual([]);
+  });
+
   it('refuses a repository with no commit yet, and leaves no run folder', async () => {
     const repo = makeTaskRepo();
     const empty = join(repo.dir, 'fresh');
