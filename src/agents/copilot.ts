@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { count, isRecord, jsonLines, lastText, num, str } from '../core/json.js';
-import { addUse, type Spent, shareOf, sumTallies, type Tally } from '../core/usage.js';
+import { addUse, spentSince, sumTallies, type Tally } from '../core/usage.js';
 import { GrowingFile, MAX_AGENT_FILE_BYTES, readFrom, readRegular, sizeOf } from '../io/agent-reads.js';
 import { BEARER } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG, UUID } from './spec.js';
@@ -92,9 +92,10 @@ export const copilot = defineSpec<Totals & { sessionId: string; episodes: string
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const events = new GrowingFile(eventsFile, offset);
     const seen: Record<string, unknown>[] = [];
-    let cumulative: Totals | null = null;
-    let own: Totals | null = null;
     const before: Totals = saved ?? { models: {}, nanoAiu: 0 };
+    /** The session's totals after this episode, for the record; the AI credits this episode used (ending). */
+    let cumulative: Totals | null = null;
+    let ownNanoAiu = 0;
     return {
       args: [
         ...(viaStdin ? [] : [`--prompt=${e.prompt}`]),
@@ -109,31 +110,29 @@ export const copilot = defineSpec<Totals & { sessionId: string; episodes: string
       ],
       env: { COPILOT_HOME: e.home },
       ...(viaStdin ? { input: e.prompt } : {}),
-      async spent(run): Promise<Spent | null> {
+      async spent(run) {
         for (const line of await events.lines()) seen.push(...jsonLines(line));
-        if (!run) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
-        const notes: string[] = [];
+        if (!run) {
+          const { turns, totals } = summarizeEvents(seen);
+          return { tally: totals.models, turns };
+        }
         const text = await readRegular(usageOut, 4_000_000);
-        const file = text === null ? null : parseUsageFile(text);
-        if (typeof file === 'string') notes.push(`${file}; usage counted from the session's events`);
-        if (file && typeof file !== 'string') {
+        const file = text === null ? 'Copilot wrote no usage file' : parseUsageFile(text);
+        if (typeof file !== 'string') {
           cumulative = file;
-          const share = shareOf(before.models, file.models);
-          own = { models: share.share, nanoAiu: Math.max(0, file.nanoAiu - before.nanoAiu) };
-          if (share.note) notes.push(share.note);
-          return { ...spentOf(own), notes };
+          ownNanoAiu = Math.max(0, file.nanoAiu - before.nanoAiu);
+          return spentSince(before.models, file.models, creditsCost(ownNanoAiu));
         }
         // It writes events.jsonl when the session starts, before any model call: none, no spend.
         if ((await sizeOf(eventsFile)) === 0)
           return { tally: {}, notes: ['Copilot started no session, so it made no model call'] };
-        own = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString('utf8'))]).totals;
-        cumulative = { models: sumTallies(before.models, own.models), nanoAiu: before.nanoAiu + own.nanoAiu };
-        if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-        return { ...spentOf(own), notes };
+        const all = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString('utf8'))]);
+        cumulative = { models: sumTallies(before.models, all.totals.models), nanoAiu: before.nanoAiu };
+        return { tally: all.totals.models, notes: [`${file}; usage counted from the session's events`] };
       },
       noUsage: () => 'the usage of this episode could not be read',
       ending(run) {
-        const hit = credits !== undefined && own !== null && own.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+        const hit = credits !== undefined && ownNanoAiu / NANO_AIU_PER_CREDIT >= credits;
         if (hit && run.stopped === null) return { exit: 'budget', note: `stopped by --max-ai-credits ${credits}` };
         const why = sessionErrors(run.stdout).at(-1) ?? null;
         // After its own retries it quotes the provider's last answer: "… Last error: 429 Rate limit reached".
@@ -161,10 +160,9 @@ const tokensOf = (u: Record<string, unknown>) => ({
   output: count(u.outputTokens),
 });
 
-/** Usage as the runner prices it: AI credits at $0.01 where the CLI counted them, else forkflush's prices. */
-function spentOf(t: Totals): Spent {
-  return { tally: t.models, ...(t.nanoAiu > 0 ? { costUsd: (t.nanoAiu / NANO_AIU_PER_CREDIT) * USD_PER_CREDIT } : {}) };
-}
+/** AI credits at $0.01 where the CLI counted them; else forkflush prices the tokens. */
+const creditsCost = (nanoAiu: number) =>
+  nanoAiu > 0 ? { costUsd: (nanoAiu / NANO_AIU_PER_CREDIT) * USD_PER_CREDIT } : {};
 
 /** Totals saved by an earlier episode (session.json), anything malformed as none. */
 export function readTotals(v: Record<string, unknown>): Totals {
