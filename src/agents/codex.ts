@@ -10,7 +10,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isRecord, jsonLines, lastText, num, str } from '../core/json.js';
-import { spentSince, type Tally } from '../core/usage.js';
+import { addUse, spentSince, type Tally } from '../core/usage.js';
 import { GrowingFile, readFrom } from '../io/agent-reads.js';
 import type { LoginFile } from '../io/logins.js';
 import { BEARER, OPENAI } from './model-apis.js';
@@ -109,10 +109,9 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run) {
         await poll().catch(() => now);
-        // turn.completed, or the rollout's (a session stopped mid-turn); none yet: zero.
-        const totals =
-          (run && execEvents(run.stdout).usage) || now.totals || (file.path ? (before.resumeTotals ?? zero) : null);
-        if (!totals) return null;
+        // turn.completed, or the rollout's (a session stopped mid-turn); a rollout with neither yet: nothing spent.
+        const totals = (run && execEvents(run.stdout).usage) || now.totals;
+        if (!totals && !file.path) return null;
         const notes: string[] = [];
         if (run?.stopped)
           notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
@@ -121,7 +120,7 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
             'Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response',
           );
         const turns = file.path ? now.modelCalls - before.modelCalls : null;
-        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals) ?? {}, { turns, notes });
+        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals), { turns, notes });
       },
       noUsage: () => 'Codex recorded no session: usage unknown',
       // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
@@ -156,9 +155,7 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     ),
 });
 
-const zero: Tokens = { input: 0, cached: 0, output: 0 };
-const tally = (model: string, t: Tokens | null): Tally | null =>
-  t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
+const tally = (model: string, t: Tokens | null): Tally => (t ? addUse({}, model, t) : {});
 
 /** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */
 function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
