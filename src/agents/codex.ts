@@ -132,8 +132,8 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
       },
       ending: (run) => ({ why: execEvents(run.stdout).error?.split('\n')[0] ?? null }),
       async record(run) {
-        const thread = now.threadId ?? (run ? execEvents(run.stdout).threadId : null);
-        if (!run || !thread || !file.path) return null;
+        const thread = run && (now.threadId ?? execEvents(run.stdout).threadId);
+        if (!thread || !file.path) return null;
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
@@ -158,8 +158,8 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
 const tally = (model: string, t: Tokens | null): Tally => (t ? addUse({}, model, t) : {});
 
 /** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */
-function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
-  const home = env.CODEX_HOME || join(homedir(), '.codex');
+function codexLogin(episodeHome: string): LoginFile[] {
+  const home = process.env.CODEX_HOME || join(homedir(), '.codex');
   return [{ from: join(home, 'auth.json'), fromEnv: 'CODEX_AUTH_JSON', to: join(episodeHome, 'auth.json') }];
 }
 
