@@ -74,9 +74,8 @@ export const copilot = defineSpec<Totals & { sessionId: string; episodes: string
     if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
     const bad = eventsFileProblem(events, id);
     if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
-    const saved = isRecord(record?.totals) ? record.totals : {};
-    const episodes = Array.isArray(record?.episodes) ? record.episodes.filter((x) => typeof x === 'string') : [];
-    return { sessionId: id, ...readTotals(saved), episodes };
+    const episodes = Array.isArray(record.episodes) ? record.episodes.filter((x) => typeof x === 'string') : [];
+    return { sessionId: id, ...readTotals(record.totals), episodes };
   },
 
   async start(e, saved) {
@@ -165,7 +164,8 @@ const creditsCost = (nanoAiu: number) =>
   nanoAiu > 0 ? { costUsd: (nanoAiu / NANO_AIU_PER_CREDIT) * USD_PER_CREDIT } : {};
 
 /** Totals saved by an earlier episode (session.json), anything malformed as none. */
-export function readTotals(v: Record<string, unknown>): Totals {
+export function readTotals(saved: unknown): Totals {
+  const v = isRecord(saved) ? saved : {};
   const models: Tally = {};
   // Also as releases before 0.2 saved them (inputTokens, cacheReadTokens, …, requests).
   for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
