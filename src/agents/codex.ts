@@ -81,8 +81,9 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     await writeFile(join(e.home, 'config.toml'), configToml(e.env));
     const file = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
+    // To the end as it is now: a carried rollout, or what an episode wrote since the last poll, can pass one read.
     const poll = async () => {
-      for (const line of await file.lines()) addRolloutLine(now, line);
+      for await (const line of file.remaining()) addRolloutLine(now, line);
       return now;
     };
     const before = structuredClone(await poll());

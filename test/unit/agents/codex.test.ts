@@ -4,17 +4,20 @@
 // 10 + i. fresh: answers 0-1; carried: the same thread resumed, answers 2-3; budget: a model that
 // calls a tool forever at 5000 in / 100 out, stopped after its second answer; resumed-after-stop:
 // that thread carried into the next episode, two more answers.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   addRolloutLine,
+  codex,
   execEvents,
   type Rollout,
   rollout,
   rolloutProblem,
   rolloutThreadId,
 } from '../../../src/agents/codex.js';
+import type { Episode } from '../../../src/agents/spec.js';
 import { failureLine } from '../../../src/core/text.js';
 
 const dir = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'codex');
@@ -133,5 +136,37 @@ describe('why Codex failed', () => {
     expect(failureLine(fixture('resume-unknown.stderr.txt'))).toMatch(
       /^Error: thread\/resume: thread\/resume failed: no rollout found for thread id /,
     );
+  });
+});
+
+describe('a carried rollout larger than one read', () => {
+  it("the episode counts from its last totals, read to the end, not from the rollout's first 8 MB", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'ff-codex-'));
+    const id = '01a22b3f-0000-7000-8000-000000000001';
+    const file = join(home, 'sessions', '2026', '12', '06', `rollout-2026-12-06T00-00-00-${id}.jsonl`);
+    mkdirSync(join(file, '..'), { recursive: true });
+    const line = (type: string, payload: object) => `${JSON.stringify({ type, payload })}\n`;
+    const filler = line('response_item', { type: 'message', role: 'user', content: 'x'.repeat(1000) });
+    const total = { input_tokens: 5000, cached_input_tokens: 0, output_tokens: 50 };
+    writeFileSync(
+      file,
+      line('session_meta', { id }) +
+        filler.repeat(9000) +
+        line('event_msg', { type: 'token_count', info: { total_token_usage: total } }),
+    );
+    const episode = {
+      home,
+      env: {},
+      agent: { kind: 'codex', args: [], env: [] },
+      workdir: home,
+      prompt: 'p',
+      confined: true,
+      unit: 'tokens',
+    } as unknown as Episode;
+    const cli = await codex.start(episode, { threadId: id, rollout: file });
+    const spent = await cli.spent?.();
+    const input = Object.values(spent?.tally ?? {}).reduce((n, m) => n + m.input, 0);
+    expect(input).toBe(0);
+    rmSync(home, { recursive: true, force: true });
   });
 });
