@@ -86,9 +86,8 @@ export const claudeCode = defineSpec<{ id: string; baseline: Tally | null; bytes
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
-    // The appended assistant rows, with only what assistantTally reads.
-    const rows: string[] = [];
-    let totals: Tally | null = null;
+    // Its assistant rows' tokens so far, each API response once: the last resort of `spent`.
+    const assistantTokens = { tally: {} as Tally, seen: new Set<string>() };
     return {
       args: [
         ...['-p', '--output-format', 'stream-json', '--verbose'],
@@ -115,35 +114,22 @@ export const claudeCode = defineSpec<{ id: string; baseline: Tally | null; bytes
       // No token limit of its own.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
-        for (const line of await transcript.lines())
-          for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
-            if (row.type !== 'assistant' || !isRecord(row.message)) continue;
-            const { id: msg, model, usage } = row.message;
-            rows.push(JSON.stringify({ type: 'assistant', message: { id: msg, model, usage } }));
-          }
+        const read = assistantTally((await transcript.lines()).join('\n'), assistantTokens);
         const result = run ? readStream(run.stdout).result : null;
-        const notes: string[] = [];
-        totals = result?.totals ?? null;
-        if (run && !totals) {
-          const file = (await transcriptPath(e.home, id, cwd)) ?? '';
-          totals = readCostState((await readFrom(file, saved?.bytes ?? 0)).toString('utf8'));
-          if (totals)
-            notes.push(
-              'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
-            );
-        }
-        if (totals) return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
-        const read = assistantTally(rows.join('\n'));
-        if (Object.keys(read.tally).length === 0) return null;
-        if (run)
-          notes.push(
-            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
-          );
-        return { tally: read.tally, turns: null, unsure: true, notes };
+        if (result?.totals) return spentSince(baseline, result.totals, { turns: result.turns });
+        // Else the cost record it wrote as it stopped (in this episode's part of the transcript), else its tokens.
+        const file = run && (await transcriptPath(e.home, id, cwd));
+        const stopped = file && readCostState((await readFrom(file, saved?.bytes ?? 0)).toString('utf8'));
+        const note = stopped
+          ? 'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)'
+          : `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`;
+        if (stopped) return spentSince(baseline, stopped, { turns: result?.turns ?? null, notes: [note] });
+        if (read.responses === 0) return null;
+        return { tally: read.tally, turns: null, unsure: true, notes: run ? [note] : [] };
       },
       noUsage: () => 'Claude Code reported no usage',
       ending: (run) => claudeEnding(run, saved ? id : null),
-      record: async () => ({ sessionId: id, cwd, totals: totals ?? baseline, episode: e.episodeId }),
+      record: async () => ({ sessionId: id, cwd }),
     };
   },
 
@@ -180,23 +166,16 @@ async function transcriptPath(home: string, id: string, cwd?: string): Promise<s
 
 /** The init and result facts of a stream-json stdout; other lines are skipped. */
 export function readStream(stdout: string) {
-  const facts = {
-    sessionId: null as string | null,
-    model: null as string | null,
-    version: null as string | null,
-    result: null as ReturnType<typeof resultOf> | null,
-  };
+  let init: Record<string, unknown> = {};
+  let result: ReturnType<typeof resultOf> | null = null;
+  let sessionId: string | null = null;
   for (const row of jsonLines(stdout)) {
-    if (row.type === 'system' && row.subtype === 'init') {
-      facts.sessionId = str(row.session_id) ?? facts.sessionId;
-      facts.model = str(row.model);
-      facts.version = str(row.claude_code_version);
-    } else if (row.type === 'result') {
-      facts.result = resultOf(row);
-      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
-    }
+    if (row.type === 'system' && row.subtype === 'init') init = row;
+    else if (row.type === 'result') result = resultOf(row);
+    else continue;
+    sessionId = str(row.session_id) ?? sessionId;
   }
-  return facts;
+  return { sessionId, model: str(init.model), version: str(init.claude_code_version), result };
 }
 
 /** A `result` line's facts; `totals` are cumulative over the conversation, null when the line has no figures. */
@@ -241,20 +220,18 @@ function tallyOf(value: unknown, allUnknown: boolean): Tally | null {
   return t;
 }
 
-/** Tokens of the assistant rows in transcript text, once per API response (message id); costs unknown. */
-export function assistantTally(transcript: string): { tally: Tally; responses: number } {
-  const seen = new Set<string>();
-  const tally: Tally = {};
+/** Tokens of the assistant rows in transcript text, once per API response (message id), added to `into`; no costs. */
+export function assistantTally(transcript: string, into = { tally: {} as Tally, seen: new Set<string>() }) {
   for (const row of jsonLines(transcript)) {
     const m = isRecord(row.message) ? row.message : null;
     const id = str(m?.id);
-    if (row.type !== 'assistant' || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
-    seen.add(id);
+    if (row.type !== 'assistant' || !m || id === null || into.seen.has(id) || !isRecord(m.usage)) continue;
+    into.seen.add(id);
     const u = m.usage;
     const counts = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
-    addUse(tally, str(m.model) ?? 'unknown', { ...counts, calls: 1, costUsd: null });
+    addUse(into.tally, str(m.model) ?? 'unknown', { ...counts, calls: 1, costUsd: null });
   }
-  return { tally, responses: seen.size };
+  return { tally: into.tally, responses: into.seen.size };
 }
 
 /** Why a transcript cannot be resumed, or null when it holds a conversation. */
@@ -298,9 +275,9 @@ export function saysNoConversation(output: string): boolean {
 function claudeEvent(out: Lines, e: Record<string, unknown>): void {
   if (e.type === 'system') {
     if (e.subtype === 'init') {
-      const f = readStream(JSON.stringify(e));
-      const name = f.version ? `Claude Code ${f.version}` : 'Claude Code';
-      out.add('start', f.model ? `${name}, model ${f.model}` : name);
+      const [version, model] = [str(e.claude_code_version), str(e.model)];
+      const name = version ? `Claude Code ${version}` : 'Claude Code';
+      out.add('start', model ? `${name}, model ${model}` : name);
     } else if (typeof e.subtype === 'string') out.add('system', e.subtype);
   } else if (e.type === 'assistant' || e.type === 'user') {
     const content = isRecord(e.message) ? e.message.content : undefined;
