@@ -26,7 +26,8 @@ const tokensOf = (u: Record<string, unknown>) => ({
 /** Each provider's key, and the `--auth-type` it takes, in order of preference. */
 const AUTH_TYPES = { OPENAI_API_KEY: 'openai', ANTHROPIC_API_KEY: 'anthropic', GEMINI_API_KEY: 'gemini' };
 
-export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
+// baseline: the session's running total that session.json carries.
+export const qwenCode = defineSpec<{ id: string; baseline: Partial<ModelUse> | null }>({
   kind: 'qwen-code',
   name: 'Qwen Code',
   cli: {
@@ -79,9 +80,8 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
         qwen_version: null,
       };
       await writeFile(join(to, `${id}.runtime.json`), JSON.stringify(status));
-      const t = isRecord(record?.totals) ? record.totals : null;
-      const carried = t && { input: count(t.input), cached: count(t.cached), output: count(t.output) };
-      return { id, baseline: carried && addUse({}, 'carried', carried) };
+      const t = isRecord(record.totals) ? record.totals : null;
+      return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -102,7 +102,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     // Its assistant messages on stdout, read from the log as they come: this run's usage so far.
     const tally: Tally = {};
     let model = e.agent.model ?? 'unknown';
-    let totals: Tally | null = null;
+    let totals: Partial<ModelUse> | null = null;
     const read = await followLog(e.logFile, (line) => {
       for (const ev of jsonLines(line)) {
         if (ev.type === 'system' && typeof ev.model === 'string') model = e.agent.model ?? ev.model;
@@ -128,9 +128,9 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
         const u = run ? [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.usage))?.usage : null;
         if (!run || !isRecord(u)) return { tally };
         // The session's running total (its helper calls included): this episode's share of it.
-        totals = addUse({}, model, tokensOf(u));
-        const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] as ModelUse } : null;
-        return spentSince(before, totals, { turns: readStream(run.stdout).result?.turns ?? null });
+        totals = tokensOf(u);
+        const before = saved?.baseline ? addUse({}, model, saved.baseline) : null;
+        return spentSince(before, addUse({}, model, totals), { turns: readStream(run.stdout).result?.turns ?? null });
       },
       ending(run) {
         const r = readStream(run.stdout).result;
@@ -141,7 +141,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
         const why = isRecord(error) && typeof error.message === 'string' ? error.message : null;
         return { exit: 'crash', why: r.message ?? why };
       },
-      record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null }),
+      record: async () => ({ sessionId: id, totals: totals ?? saved?.baseline ?? null }),
     };
   },
 
