@@ -1,10 +1,12 @@
 // The Claude Code spec's readers on outputs recorded from the real CLI (2.1.332) against the mock
 // Anthropic API of test/agents (RECORD_CLAUDE_FIXTURES=1 npm run test:agents re-records them).
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   assistantTally,
+  claudeCode,
   claudeEnding,
   projectDirName,
   readCostState,
@@ -12,8 +14,10 @@ import {
   saysNoConversation,
   transcriptProblem,
 } from '../../../src/agents/claude-code.js';
+import type { Episode } from '../../../src/agents/spec.js';
 import { priceTokens } from '../../../src/core/pricing.js';
 import { shareOf, sumTallies, type Tally, usageOf } from '../../../src/core/usage.js';
+import type { RunResult } from '../../../src/io/process.js';
 
 const dir = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'claude-code');
 const fixture = (name: string) => readFileSync(join(dir, name), 'utf8');
@@ -213,5 +217,35 @@ describe('projectDirName', () => {
     const long = `/tmp/ccx/${'a'.repeat(120)}/${'b'.repeat(100)}`;
     const name = projectDirName(long);
     expect(name).toBe(`${long.replace(/[^a-zA-Z0-9]/g, '-').slice(0, 200)}-v3wr0v`);
+  });
+});
+
+describe('a transcript that grows past one read', () => {
+  it('a run with neither a result nor a cost record: its tokens are counted to the transcript’s end', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'ff-claude-'));
+    const workdir = mkdtempSync(join(tmpdir(), 'ff-claude-work-'));
+    const id = '01a22b3f-0000-7000-8000-000000000002';
+    const episode = {
+      home,
+      env: {},
+      agent: { kind: 'claude-code', args: [], env: [] },
+      workdir,
+      prompt: 'p',
+      unit: 'tokens',
+    };
+    const cli = await claudeCode.start(episode as unknown as Episode, { id, baseline: null, bytes: 0 });
+    const folder = join(home, 'projects', projectDirName(realpathSync(workdir)));
+    mkdirSync(folder, { recursive: true });
+    const row = (n: number, text: string) =>
+      `${JSON.stringify({ type: 'assistant', message: { id: `msg_${n}`, model: MODEL, content: text, usage: { input_tokens: 100, output_tokens: 10 } } })}\n`;
+    // Nine megabytes of answers, then two more: more than one read takes.
+    const big = 'x'.repeat(1000);
+    let text = '';
+    for (let n = 0; n < 9000; n++) text += row(n, big);
+    writeFileSync(join(folder, `${id}.jsonl`), text + row(9000, 'last') + row(9001, 'last'));
+    const spent = await cli.spent?.({ stdout: '', stderr: '', exitCode: 1, stopped: null } as RunResult);
+    expect(spent?.tally[MODEL]?.calls).toBe(9002);
+    rmSync(home, { recursive: true, force: true });
+    rmSync(workdir, { recursive: true, force: true });
   });
 });
