@@ -17,6 +17,8 @@ export const command = defineSpec({
     routes: [ANTHROPIC, OPENAI, GEMINI],
     notProxied: 'any other key agent.env lists: forkflush cannot know where the program sends it',
   },
+  // What it printed is its answer.
+  finalMessage: (stdout) => stdout,
   async start(e) {
     // Tokens and money are what the agent says it spent: the usage file, watched.
     const watched = e.unit === 'tokens' || e.unit === 'usd';

@@ -156,8 +156,8 @@ export interface AgentSpec<Saved = unknown> {
   transcript?: (text: string, out: Lines, other: string[]) => void;
   /** More of the transcript, from files it keeps in its context (Gemini's session file), since the episode began. */
   contextTranscript?: (contextDir: string, since: Date, out: Lines) => Promise<boolean>;
-  /** Its final message in its stdout (the map's judge answers in it); absent: the whole stdout (a command). */
-  finalMessage?: (stdout: string) => string | null;
+  /** Its final message in its stdout (the map's judge answers in it), or null when there is none. */
+  finalMessage: (stdout: string) => string | null;
   /** The version its log states, if it states one. */
   version?: (log: string) => string | null;
 }

@@ -54,8 +54,7 @@ export function agentFor(config: Config): AgentAdapter {
 
 /** An agent's final message in what it printed on stdout (a command agent's: the whole of it); null when there is none. */
 export function finalMessage(kind: AgentKind, stdout: string): string | null {
-  const read = specOf(kind).finalMessage;
-  return read ? read(stdout) : stdout;
+  return specOf(kind).finalMessage(stdout);
 }
 
 /** The transcript of an agent's log, as its kind's reader makes it. */
