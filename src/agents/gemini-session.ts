@@ -28,18 +28,22 @@ export interface SessionRecord {
   written: Map<string, SessionMessage>;
 }
 
-/** Every session file of `id` in the home (session-<time>-<id8>.jsonl), read. */
+/** The session files under a `tmp` folder (<slug>/chats/session-<time>-<id8>.jsonl) whose names end with `end`. */
+async function* chatFiles(tmp: string, end: string): AsyncGenerator<string> {
+  for (const slug of await readdir(tmp).catch(() => [] as string[])) {
+    const chats = join(tmp, slug, 'chats');
+    for (const name of await readdir(chats).catch(() => [] as string[]))
+      if (name.startsWith('session-') && name.endsWith(end)) yield join(chats, name);
+  }
+}
+
+/** Every session file of `id` in the home, read. */
 export async function sessionFiles(dir: string, id: string): Promise<{ path: string; record: SessionRecord }[]> {
   const found: { path: string; record: SessionRecord }[] = [];
-  for (const slug of await readdir(join(dir, 'tmp')).catch(() => [] as string[])) {
-    const chats = join(dir, 'tmp', slug, 'chats');
-    for (const name of await readdir(chats).catch(() => [] as string[])) {
-      if (!name.startsWith('session-') || !name.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
-      const text = await readRegular(join(chats, name), MAX_AGENT_FILE_BYTES);
-      const record = text === null ? null : readSession(text);
-      if (record && (record.sessionId === id || record.sessionId === null))
-        found.push({ path: join(chats, name), record });
-    }
+  for await (const path of chatFiles(join(dir, 'tmp'), `-${id.slice(0, 8)}.jsonl`)) {
+    const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
+    const record = text === null ? null : readSession(text);
+    if (record && (record.sessionId === id || record.sessionId === null)) found.push({ path, record });
   }
   return found;
 }
@@ -94,13 +98,9 @@ export function usageFromSessions(sessions: SessionRecord[], before: Set<string>
 /** The newest session file under a `tmp` folder, read. */
 export async function newestSession(tmp: string): Promise<string | null> {
   let newest: { path: string; mtime: number } | null = null;
-  for (const project of await readdir(tmp).catch(() => [] as string[])) {
-    const chats = join(tmp, project, 'chats');
-    for (const name of await readdir(chats).catch(() => [] as string[])) {
-      if (!/^session-.*\.jsonl$/.test(name)) continue;
-      const mtime = (await stat(join(chats, name)).catch(() => null))?.mtimeMs ?? 0;
-      if (!newest || mtime > newest.mtime) newest = { path: join(chats, name), mtime };
-    }
+  for await (const path of chatFiles(tmp, '.jsonl')) {
+    const mtime = (await stat(path).catch(() => null))?.mtimeMs ?? 0;
+    if (!newest || mtime > newest.mtime) newest = { path, mtime };
   }
   return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
 }
