@@ -199,9 +199,12 @@ export function usageFromStats(stats: unknown): Spent | null {
 
 /** The CLI's result in its output (stdout, or stderr for a fatal error): the last pretty-printed object with a session_id, stats or error. */
 export function parseResult(text: string) {
-  const isResult = (v: unknown) => isRecord(v) && ('session_id' in v || 'stats' in v || 'error' in v);
-  const v = jsonBlocks(text.split('\n')).findLast(([block]) => isResult(block))?.[0];
-  if (!isRecord(v)) return null;
+  return jsonBlocks(text).map(readResult).findLast(Boolean) ?? null;
+}
+
+/** What a result (an object with a session_id, stats or error) says; null for any other value. */
+function readResult(v: unknown) {
+  if (!isRecord(v) || !('session_id' in v || 'stats' in v || 'error' in v)) return null;
   const e = isRecord(v.error) ? v.error : null;
   return {
     ...(typeof v.session_id === 'string' ? { sessionId: v.session_id } : {}),
@@ -212,35 +215,31 @@ export function parseResult(text: string) {
   };
 }
 
-/** Objects printed with JSON.stringify(x, null, 2): a line "{" (or "[ERROR] {") to the first line "}" that closes one; with their first and last lines. */
-function jsonBlocks(lines: string[]): [unknown, number, number][] {
-  const blocks: [unknown, number, number][] = [];
-  for (let i = 0; i < lines.length; i++) {
+/** Objects printed with JSON.stringify(x, null, 2): a line "{" (or "[ERROR] {") to the first line "}" that closes one; the other lines, not blank, go to `other`. */
+function jsonBlocks(text: string, other: string[] = []): unknown[] {
+  const lines = text.split('\n');
+  const blocks: unknown[] = [];
+  scan: for (let i = 0; i < lines.length; i++) {
     const line = lines[i] as string;
-    const open = line.endsWith('{') ? line.lastIndexOf('{') : -1;
-    if (open < 0 || (open > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open)))) continue;
-    for (let j = i + 1; j < lines.length; j++) {
-      if (lines[j] !== '}') continue;
-      // A "}" that does not parse closes a nested object: try the next one.
-      try {
-        blocks.push([JSON.parse([line.slice(open), ...lines.slice(i + 1, j + 1)].join('\n')), i, j]);
-        i = j;
-        break;
-      } catch {}
-    }
+    if (/^(?:\[[A-Z]+\] )?\{$/.test(line))
+      for (let j = lines.indexOf('}', i + 1); j > i; j = lines.indexOf('}', j + 1)) {
+        // A "}" that does not parse closes a nested object: try the next one.
+        try {
+          blocks.push(JSON.parse(['{', ...lines.slice(i + 1, j + 1)].join('\n')));
+          i = j;
+          continue scan;
+        } catch {}
+      }
+    if (line.trim() !== '') other.push(line);
   }
   return blocks;
 }
 
 /** The log: the answer, each model's calls and tokens, each tool's calls, errors and warnings; the rest is other output. */
 function geminiLog(text: string, out: Lines, other: string[]): void {
-  const lines = text.split('\n');
-  const blocks = jsonBlocks(lines);
-  const inside = new Set(blocks.flatMap(([, i, j]) => Array.from({ length: j - i + 1 }, (_, k) => i + k)));
-  for (const [i, line] of lines.entries()) if (!inside.has(i) && line.trim() !== '') other.push(line);
   // Block by block: a fatal error is printed twice (plain and "[ERROR] ").
-  for (const [, i, j] of blocks) {
-    const r = parseResult(lines.slice(i, j + 1).join('\n'));
+  for (const block of jsonBlocks(text, other)) {
+    const r = readResult(block);
     if (!r) continue;
     if (r.response) out.add('assistant', r.response);
     const stats = isRecord(r.stats) ? r.stats : {};
