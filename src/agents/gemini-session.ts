@@ -82,9 +82,9 @@ export function isResumable(messages: SessionMessage[]): boolean {
 }
 
 /** The usage of answers not in `before`, rewound ones too (paid for); its helper calls are not recorded. */
-export function usageFromSessions(sessions: SessionRecord[], before: Set<string>): Spent {
+export function usageFromSessions(sessions: SessionRecord[], before?: Set<string>): Spent {
   const tally: Tally = {};
-  const seen = new Set<string>(before);
+  const seen = new Set(before);
   for (const m of sessions.flatMap((s) => [...s.written.values()])) {
     if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
     seen.add(m.id);
@@ -95,24 +95,25 @@ export function usageFromSessions(sessions: SessionRecord[], before: Set<string>
   return { tally };
 }
 
-/** The newest session file under a `tmp` folder, read. */
-export async function newestSession(tmp: string): Promise<string | null> {
+/** The turns since `since` in the newest session file of a context's home; false when there is none. */
+export async function contextTurns(contextDir: string, since: Date, out: Lines): Promise<boolean> {
   let newest: { path: string; mtime: number } | null = null;
-  for await (const path of chatFiles(tmp, '.jsonl')) {
+  for await (const path of chatFiles(join(contextDir, 'home', '.gemini', 'tmp'), '.jsonl')) {
     const mtime = (await stat(path).catch(() => null))?.mtimeMs ?? 0;
     if (!newest || mtime > newest.mtime) newest = { path, mtime };
   }
-  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+  const text = newest ? await readRegular(newest.path, 16 * 1024 * 1024) : null;
+  if (text) sessionLines(text, since, out);
+  return text !== null;
 }
 
 /** The turns written since `since`, as records of their own (a resume restates its history in `$set.messages`). */
 export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
   const messages = new Map<string, SessionMessage>();
-  for (const r of jsonLines(text)) {
-    if (typeof r.id !== 'string' || typeof r.type !== 'string') continue;
-    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+  const from = since?.getTime() ?? Number.NEGATIVE_INFINITY;
+  for (const r of jsonLines(text))
+    if (typeof r.id === 'string' && typeof r.type === 'string' && Date.parse(String(r.timestamp)) >= from)
       messages.set(r.id, r as unknown as SessionMessage);
-  }
   for (const m of messages.values()) {
     if (m.type === 'error' || m.type === 'warning' || m.type === 'info') out.add(m.type, partsText(m.content));
     if (m.type !== 'gemini') continue;

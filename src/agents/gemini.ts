@@ -17,7 +17,7 @@ import { basename, dirname, join } from 'node:path';
 import { count, isRecord, str } from '../core/json.js';
 import { addUse, type Spent, type Tally } from '../core/usage.js';
 import { anySet, hasLogin, type LoginFile } from '../io/logins.js';
-import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
+import { contextTurns, isResumable, sessionFiles, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import type { Lines } from './transcript.js';
@@ -69,17 +69,14 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
     const chats = join(dir, 'tmp', await projectSlug(dir, await realpath(e.workdir)), 'chats');
     await mkdir(chats, { recursive: true });
-    for (const f of files) {
-      if (f === best && dirname(f.path) !== chats) await rename(f.path, join(chats, basename(f.path)));
-      else if (f !== best && !isResumable(f.record.messages)) await rm(f.path, { force: true });
-    }
+    for (const f of files) if (f !== best && !isResumable(f.record.messages)) await rm(f.path, { force: true });
+    if (dirname(best.path) !== chats) await rename(best.path, join(chats, basename(best.path)));
     return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
   },
 
   async start(e, saved) {
     const dir = join(e.home, '.gemini');
     const id = saved?.sessionId ?? randomUUID();
-    const before = saved?.before ?? new Set<string>();
     await mkdir(dir, { recursive: true });
     // Login with Google (the runner copies its OAuth files in) when no key and no Vertex AI is set.
     const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
@@ -120,7 +117,7 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
         const note = found.length
           ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls"
           : 'gemini recorded no conversation: it stopped before its first model call';
-        return { ...usageFromSessions(found, before), ...(run ? { notes: [note] } : { turns: null }) };
+        return { ...usageFromSessions(found, saved?.before), ...(run ? { notes: [note] } : { turns: null }) };
       },
       ending(run) {
         if (run.stopped === null && run.exitCode === EXIT_TURN_LIMIT)
@@ -133,11 +130,7 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
 
   transcript: geminiLog,
   finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
-  async contextTranscript(contextDir, since, out) {
-    const text = await newestSession(join(contextDir, 'home', '.gemini', 'tmp'));
-    if (text) sessionLines(text, since, out);
-    return text !== null;
-  },
+  contextTranscript: contextTurns,
 });
 
 /** Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and the credentials' secret form. */
