@@ -88,11 +88,14 @@ export function usageFromSessions(sessions: SessionRecord[], before?: Set<string
   for (const m of sessions.flatMap((s) => [...s.written.values()])) {
     if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
     seen.add(m.id);
-    const { input, tool, cached, output, thoughts } = m.tokens;
-    const use = { input: count(input) + count(tool), cached: count(cached), output: count(output) + count(thoughts) };
-    addUse(tally, m.model ?? 'unknown', { ...use, calls: 1 });
+    addUse(tally, m.model ?? 'unknown', { ...tokenUse(m.tokens), calls: 1 });
   }
   return { tally };
+}
+
+/** A call's tokens as a tally counts them: tool results are input, thoughts output. */
+export function tokenUse({ input, tool, cached, output, thoughts }: Record<string, unknown>) {
+  return { input: count(input) + count(tool), cached: count(cached), output: count(output) + count(thoughts) };
 }
 
 /** The turns since `since` in the newest session file of a context's home; false when there is none. */

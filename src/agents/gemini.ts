@@ -17,7 +17,7 @@ import { basename, dirname, join } from 'node:path';
 import { count, isRecord, str } from '../core/json.js';
 import { addUse, type Spent, type Tally } from '../core/usage.js';
 import { anySet, hasLogin, type LoginFile } from '../io/logins.js';
-import { contextTurns, isResumable, sessionFiles, usageFromSessions } from './gemini-session.js';
+import { contextTurns, isResumable, sessionFiles, tokenUse, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import type { Lines } from './transcript.js';
@@ -178,12 +178,7 @@ export function usageFromStats(stats: unknown): Spent | null {
   let turns = 0;
   for (const [model, m] of Object.entries(stats.models)) {
     if (!isRecord(m) || !isRecord(m.tokens)) return null;
-    const t = m.tokens;
-    addUse(tally, model, {
-      input: count(t.prompt) + count(t.tool),
-      cached: count(t.cached),
-      output: count(t.candidates) + count(t.thoughts),
-    });
+    addUse(tally, model, tokenUse({ ...m.tokens, input: m.tokens.prompt, output: m.tokens.candidates }));
     const main = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
     if (main) turns += count(main.totalRequests) - count(main.totalErrors);
   }
