@@ -13,7 +13,6 @@ import { contentText, describeInput, type Lines } from './transcript.js';
 export interface SessionMessage {
   id: string;
   type: string;
-  timestamp?: string;
   content?: unknown;
   model?: string;
   tokens?: Record<string, unknown>;
