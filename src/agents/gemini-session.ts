@@ -21,11 +21,7 @@ export interface SessionMessage {
 }
 
 /** A session file replayed: the conversation as the CLI would load it, and every message ever written (what was spent). */
-export interface SessionRecord {
-  sessionId: string | null;
-  messages: SessionMessage[];
-  written: Map<string, SessionMessage>;
-}
+export type SessionRecord = ReturnType<typeof readSession>;
 
 /** The session files under a `tmp` folder (<slug>/chats/session-<time>-<id8>.jsonl) whose names end with `end`. */
 async function* chatFiles(tmp: string, end: string): AsyncGenerator<string> {
@@ -47,7 +43,7 @@ export async function sessionFiles(dir: string, id: string): Promise<{ path: str
   return found;
 }
 
-export function readSession(text: string): SessionRecord {
+export function readSession(text: string) {
   let sessionId: string | null = null;
   let messages = new Map<string, SessionMessage>();
   const written = new Map<string, SessionMessage>();
