@@ -55309,7 +55309,7 @@ async function nightly(ctx, clock = () => ctx.now) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
   let active = false;
-  for (const run2 of await ctx.api.listRuns()) {
+  for (const run2 of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
       const tick = await nightlyRun({ ...ctx, now: clock() }, run2);
       if (tick.synced) touched.push(run2);
@@ -55326,6 +55326,15 @@ async function nightly(ctx, clock = () => ctx.now) {
   if (!active && ctx.tick && await ctx.api.workflows.setEnabled(ctx.tick, false))
     ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
   return touched;
+}
+async function takingTurns(ctx, runs) {
+  const last = /* @__PURE__ */ new Map();
+  for (const run2 of runs) {
+    const stored = await ctx.api.loadRun(stateRef(run2)).catch(() => null);
+    last.set(run2, stored?.files.lastNightly ?? "");
+  }
+  const day2 = (run2) => last.get(run2) ?? "";
+  return [...runs].sort((a, b) => day2(a).localeCompare(day2(b)));
 }
 async function nightlyRun(ctx, run2) {
   const stored = await ctx.api.loadRun(stateRef(run2));
@@ -56035,6 +56044,8 @@ async function steerRun(ctx, command, stored, asked, toTry) {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
       const problem2 = forkProblem(stored.state, ctx.now);
       if (problem2) return `forkflush opened no fork round: ${problem2}`;
+      const busy = stored.state.status === "finished" && await runsPerRepo(ctx.api, stored.state.config, run2, "`/autoresearch fork` again");
+      if (busy) return `forkflush opened no fork round: ${busy}`;
       await forkNow(ctx, stored, asked, toTry);
       return null;
     }

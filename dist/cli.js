@@ -33098,30 +33098,24 @@ import { homedir } from "node:os";
 import { basename, delimiter, dirname as dirname2, isAbsolute, join } from "node:path";
 
 // src/agents/agent.ts
+var CONTRACT = {
+  FORKFLUSH_PROMPT_FILE: (s) => s.promptFile,
+  FORKFLUSH_CONTEXT_DIR: (s) => s.contextDir,
+  FORKFLUSH_BUDGET: (s) => String(s.allowance),
+  FORKFLUSH_BUDGET_UNIT: (s) => s.unit,
+  FORKFLUSH_USAGE_FILE: (s) => s.usageFile,
+  FORKFLUSH_GRADE: (s) => s.gradeCommand,
+  FORKFLUSH_SEED: (s) => String(s.seed),
+  FORKFLUSH_EPISODE: (s) => s.episodeId
+};
 var CONTRACT_VARS = [
-  "FORKFLUSH_PROMPT_FILE",
-  "FORKFLUSH_CONTEXT_DIR",
-  "FORKFLUSH_BUDGET",
-  "FORKFLUSH_BUDGET_UNIT",
-  "FORKFLUSH_USAGE_FILE",
-  "FORKFLUSH_GRADE",
-  "FORKFLUSH_SEED",
-  "FORKFLUSH_EPISODE",
+  ...Object.keys(CONTRACT),
   // The idea map's judge (README, "Idea maps"): which question, and the triplet's file.
   "FORKFLUSH_MAP_STEP",
   "FORKFLUSH_TRIPLET_FILE"
 ];
 function forkflushVars(s) {
-  return {
-    FORKFLUSH_PROMPT_FILE: s.promptFile,
-    FORKFLUSH_CONTEXT_DIR: s.contextDir,
-    FORKFLUSH_BUDGET: String(s.allowance),
-    FORKFLUSH_BUDGET_UNIT: s.unit,
-    FORKFLUSH_USAGE_FILE: s.usageFile,
-    FORKFLUSH_GRADE: s.gradeCommand,
-    FORKFLUSH_SEED: String(s.seed),
-    FORKFLUSH_EPISODE: s.episodeId
-  };
+  return Object.fromEntries(Object.entries(CONTRACT).map(([name2, value]) => [name2, value(s)]));
 }
 
 // src/io/agent-files.ts
@@ -34281,8 +34275,7 @@ var claudeCode = defineSpec({
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
-    const rows = [];
-    let totals = null;
+    const assistantTokens = { tally: {}, seen: /* @__PURE__ */ new Set() };
     return {
       args: [
         ...["-p", "--output-format", "stream-json", "--verbose"],
@@ -34309,35 +34302,21 @@ var claudeCode = defineSpec({
       // No token limit of its own.
       watch: e.unit === "tokens",
       async spent(run2) {
-        for (const line of await transcript.lines())
-          for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
-            if (row.type !== "assistant" || !isRecord(row.message)) continue;
-            const { id: msg, model, usage: usage2 } = row.message;
-            rows.push(JSON.stringify({ type: "assistant", message: { id: msg, model, usage: usage2 } }));
-          }
+        const rows = [];
+        for await (const line of transcript.remaining()) rows.push(line);
+        const read2 = assistantTally(rows.join("\n"), assistantTokens);
         const result = run2 ? readStream(run2.stdout).result : null;
-        const notes = [];
-        totals = result?.totals ?? null;
-        if (run2 && !totals) {
-          const file2 = await transcriptPath(e.home, id, cwd) ?? "";
-          totals = readCostState((await readFrom(file2, saved?.bytes ?? 0)).toString("utf8"));
-          if (totals)
-            notes.push(
-              "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
-            );
-        }
-        if (totals) return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
-        const read2 = assistantTally(rows.join("\n"));
-        if (Object.keys(read2.tally).length === 0) return null;
-        if (run2)
-          notes.push(
-            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`
-          );
-        return { tally: read2.tally, turns: null, unsure: true, notes };
+        if (result?.totals) return spentSince(baseline, result.totals, { turns: result.turns });
+        const file2 = run2 && await transcriptPath(e.home, id, cwd);
+        const stopped2 = file2 && readCostState((await readFrom(file2, saved?.bytes ?? 0)).toString("utf8"));
+        const note = stopped2 ? "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)" : `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`;
+        if (stopped2) return spentSince(baseline, stopped2, { turns: result?.turns ?? null, notes: [note] });
+        if (read2.responses === 0) return null;
+        return { tally: read2.tally, turns: null, unsure: true, notes: run2 ? [note] : [] };
       },
       noUsage: () => "Claude Code reported no usage",
       ending: (run2) => claudeEnding(run2, saved ? id : null),
-      record: async () => ({ sessionId: id, cwd, totals: totals ?? baseline, episode: e.episodeId })
+      record: async () => ({ sessionId: id, cwd })
     };
   },
   transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
@@ -34365,23 +34344,16 @@ async function transcriptPath(home, id, cwd) {
   return null;
 }
 function readStream(stdout) {
-  const facts = {
-    sessionId: null,
-    model: null,
-    version: null,
-    result: null
-  };
+  let init = {};
+  let result = null;
+  let sessionId = null;
   for (const row of jsonLines(stdout)) {
-    if (row.type === "system" && row.subtype === "init") {
-      facts.sessionId = str(row.session_id) ?? facts.sessionId;
-      facts.model = str(row.model);
-      facts.version = str(row.claude_code_version);
-    } else if (row.type === "result") {
-      facts.result = resultOf(row);
-      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
-    }
+    if (row.type === "system" && row.subtype === "init") init = row;
+    else if (row.type === "result") result = resultOf(row);
+    else continue;
+    sessionId = str(row.session_id) ?? sessionId;
   }
-  return facts;
+  return { sessionId, model: str(init.model), version: str(init.claude_code_version), result };
 }
 function resultOf(row) {
   const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== "") : [];
@@ -34417,19 +34389,17 @@ function tallyOf(value, allUnknown) {
   }
   return t;
 }
-function assistantTally(transcript) {
-  const seen = /* @__PURE__ */ new Set();
-  const tally2 = {};
+function assistantTally(transcript, into = { tally: {}, seen: /* @__PURE__ */ new Set() }) {
   for (const row of jsonLines(transcript)) {
     const m = isRecord(row.message) ? row.message : null;
     const id = str(m?.id);
-    if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
-    seen.add(id);
+    if (row.type !== "assistant" || !m || id === null || into.seen.has(id) || !isRecord(m.usage)) continue;
+    into.seen.add(id);
     const u = m.usage;
     const counts2 = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
-    addUse(tally2, str(m.model) ?? "unknown", { ...counts2, calls: 1, costUsd: null });
+    addUse(into.tally, str(m.model) ?? "unknown", { ...counts2, calls: 1, costUsd: null });
   }
-  return { tally: tally2, responses: seen.size };
+  return { tally: into.tally, responses: into.seen.size };
 }
 function transcriptProblem(text) {
   if (text.trim() === "") return "is empty";
@@ -34464,9 +34434,9 @@ function saysNoConversation(output2) {
 function claudeEvent(out, e) {
   if (e.type === "system") {
     if (e.subtype === "init") {
-      const f2 = readStream(JSON.stringify(e));
-      const name2 = f2.version ? `Claude Code ${f2.version}` : "Claude Code";
-      out.add("start", f2.model ? `${name2}, model ${f2.model}` : name2);
+      const [version2, model] = [str(e.claude_code_version), str(e.model)];
+      const name2 = version2 ? `Claude Code ${version2}` : "Claude Code";
+      out.add("start", model ? `${name2}, model ${model}` : name2);
     } else if (typeof e.subtype === "string") out.add("system", e.subtype);
   } else if (e.type === "assistant" || e.type === "user") {
     const content = isRecord(e.message) ? e.message.content : void 0;
@@ -34545,7 +34515,7 @@ var codex = defineSpec({
     const file2 = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
-      for (const line of await file2.lines()) addRolloutLine(now, line);
+      for await (const line of file2.remaining()) addRolloutLine(now, line);
       return now;
     };
     const before = structuredClone(await poll());
@@ -34569,8 +34539,8 @@ var codex = defineSpec({
       watch: e.unit === "tokens" || e.unit === "usd",
       async spent(run2) {
         await poll().catch(() => now);
-        const totals = run2 && execEvents(run2.stdout).usage || now.totals || (file2.path ? before.resumeTotals ?? zero : null);
-        if (!totals) return null;
+        const totals = run2 && execEvents(run2.stdout).usage || now.totals;
+        if (!totals && !file2.path) return null;
         const notes = [];
         if (run2?.stopped)
           notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
@@ -34579,7 +34549,7 @@ var codex = defineSpec({
             "Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response"
           );
         const turns = file2.path ? now.modelCalls - before.modelCalls : null;
-        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals) ?? {}, { turns, notes });
+        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals), { turns, notes });
       },
       noUsage: () => "Codex recorded no session: usage unknown",
       // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
@@ -34591,8 +34561,8 @@ var codex = defineSpec({
       },
       ending: (run2) => ({ why: execEvents(run2.stdout).error?.split("\n")[0] ?? null }),
       async record(run2) {
-        const thread = now.threadId ?? (run2 ? execEvents(run2.stdout).threadId : null);
-        if (!run2 || !thread || !file2.path) return null;
+        const thread = run2 && (now.threadId ?? execEvents(run2.stdout).threadId);
+        if (!thread || !file2.path) return null;
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
@@ -34611,10 +34581,9 @@ var codex = defineSpec({
     (e) => e.type === "item.completed" && isRecord(e.item) && e.item.type === "agent_message" && e.item.text
   )
 });
-var zero = { input: 0, cached: 0, output: 0 };
-var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
-function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join6(homedir3(), ".codex");
+var tally = (model, t) => t ? addUse({}, model, t) : {};
+function codexLogin(episodeHome) {
+  const home = process.env.CODEX_HOME || join6(homedir3(), ".codex");
   return [{ from: join6(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join6(episodeHome, "auth.json") }];
 }
 function configToml(env) {
@@ -34746,6 +34715,8 @@ var command = defineSpec({
     routes: [ANTHROPIC, OPENAI, GEMINI],
     notProxied: "any other key agent.env lists: forkflush cannot know where the program sends it"
   },
+  // What it printed is its answer.
+  finalMessage: (stdout) => stdout,
   async start(e) {
     const watched2 = e.unit === "tokens" || e.unit === "usd";
     let problem2 = "the agent wrote no usage file";
@@ -34828,9 +34799,8 @@ var copilot = defineSpec({
     if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
     const bad = eventsFileProblem(events, id);
     if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
-    const saved = isRecord(record2?.totals) ? record2.totals : {};
-    const episodes = Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [];
-    return { sessionId: id, ...readTotals(saved), episodes };
+    const episodes = Array.isArray(record2.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [];
+    return { sessionId: id, ...readTotals(record2.totals), episodes };
   },
   async start(e, saved) {
     await mkdir4(e.home, { recursive: true });
@@ -34844,9 +34814,9 @@ var copilot = defineSpec({
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const events = new GrowingFile(eventsFile, offset);
     const seen = [];
-    let cumulative = null;
-    let own3 = null;
     const before = saved ?? { models: {}, nanoAiu: 0 };
+    let cumulative = null;
+    let ownNanoAiu = 0;
     return {
       args: [
         ...viaStdin ? [] : [`--prompt=${e.prompt}`],
@@ -34863,28 +34833,26 @@ var copilot = defineSpec({
       ...viaStdin ? { input: e.prompt } : {},
       async spent(run2) {
         for (const line of await events.lines()) seen.push(...jsonLines(line));
-        if (!run2) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
-        const notes = [];
+        if (!run2) {
+          const { turns, totals } = summarizeEvents(seen);
+          return { tally: totals.models, turns };
+        }
         const text = await readRegular(usageOut, 4e6);
-        const file2 = text === null ? null : parseUsageFile(text);
-        if (typeof file2 === "string") notes.push(`${file2}; usage counted from the session's events`);
-        if (file2 && typeof file2 !== "string") {
+        const file2 = text === null ? "Copilot wrote no usage file" : parseUsageFile(text);
+        if (typeof file2 !== "string") {
           cumulative = file2;
-          const share2 = shareOf(before.models, file2.models);
-          own3 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - before.nanoAiu) };
-          if (share2.note) notes.push(share2.note);
-          return { ...spentOf(own3), notes };
+          ownNanoAiu = Math.max(0, file2.nanoAiu - before.nanoAiu);
+          return spentSince(before.models, file2.models, creditsCost(ownNanoAiu));
         }
         if (await sizeOf(eventsFile) === 0)
           return { tally: {}, notes: ["Copilot started no session, so it made no model call"] };
-        own3 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
-        cumulative = { models: sumTallies(before.models, own3.models), nanoAiu: before.nanoAiu + own3.nanoAiu };
-        if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-        return { ...spentOf(own3), notes };
+        const all = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]);
+        cumulative = { models: sumTallies(before.models, all.totals.models), nanoAiu: before.nanoAiu };
+        return { tally: all.totals.models, notes: [`${file2}; usage counted from the session's events`] };
       },
       noUsage: () => "the usage of this episode could not be read",
       ending(run2) {
-        const hit = credits !== void 0 && own3 !== null && own3.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+        const hit = credits !== void 0 && ownNanoAiu / NANO_AIU_PER_CREDIT >= credits;
         if (hit && run2.stopped === null) return { exit: "budget", note: `stopped by --max-ai-credits ${credits}` };
         const why = sessionErrors(run2.stdout).at(-1) ?? null;
         return { why, status: Number(/Last error: (\d{3})\b/.exec(why ?? "")?.[1]) || null };
@@ -34905,10 +34873,9 @@ var tokensOf = (u) => ({
   written: count(u.cacheWriteTokens),
   output: count(u.outputTokens)
 });
-function spentOf(t) {
-  return { tally: t.models, ...t.nanoAiu > 0 ? { costUsd: t.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {} };
-}
-function readTotals(v) {
+var creditsCost = (nanoAiu) => nanoAiu > 0 ? { costUsd: nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {};
+function readTotals(saved) {
+  const v = isRecord(saved) ? saved : {};
   const models = {};
   for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
     if (isRecord(m))
@@ -35032,17 +34999,19 @@ function anySet(names, env) {
 // src/agents/gemini-session.ts
 import { readdir as readdir5, stat } from "node:fs/promises";
 import { join as join8 } from "node:path";
+async function* chatFiles(tmp, end) {
+  for (const slug of await readdir5(tmp).catch(() => [])) {
+    const chats = join8(tmp, slug, "chats");
+    for (const name2 of await readdir5(chats).catch(() => []))
+      if (name2.startsWith("session-") && name2.endsWith(end)) yield join8(chats, name2);
+  }
+}
 async function sessionFiles(dir, id) {
   const found = [];
-  for (const slug of await readdir5(join8(dir, "tmp")).catch(() => [])) {
-    const chats = join8(dir, "tmp", slug, "chats");
-    for (const name2 of await readdir5(chats).catch(() => [])) {
-      if (!name2.startsWith("session-") || !name2.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
-      const text = await readRegular(join8(chats, name2), MAX_AGENT_FILE_BYTES);
-      const record2 = text === null ? null : readSession(text);
-      if (record2 && (record2.sessionId === id || record2.sessionId === null))
-        found.push({ path: join8(chats, name2), record: record2 });
-    }
+  for await (const path of chatFiles(join8(dir, "tmp"), `-${id.slice(0, 8)}.jsonl`)) {
+    const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
+    const record2 = text === null ? null : readSession(text);
+    if (record2 && (record2.sessionId === id || record2.sessionId === null)) found.push({ path, record: record2 });
   }
   return found;
 }
@@ -35081,31 +35050,29 @@ function usageFromSessions(sessions, before) {
   for (const m of sessions.flatMap((s) => [...s.written.values()])) {
     if (seen.has(m.id) || m.type !== "gemini" || !m.tokens) continue;
     seen.add(m.id);
-    const { input: input2, tool, cached: cached2, output: output2, thoughts } = m.tokens;
-    const use2 = { input: count(input2) + count(tool), cached: count(cached2), output: count(output2) + count(thoughts) };
-    addUse(tally2, m.model ?? "unknown", { ...use2, calls: 1 });
+    addUse(tally2, m.model ?? "unknown", { ...tokenUse(m.tokens), calls: 1 });
   }
   return { tally: tally2 };
 }
-async function newestSession(tmp) {
+function tokenUse({ input: input2, tool, cached: cached2, output: output2, thoughts }) {
+  return { input: count(input2) + count(tool), cached: count(cached2), output: count(output2) + count(thoughts) };
+}
+async function contextTurns(contextDir, since, out) {
   let newest = null;
-  for (const project of await readdir5(tmp).catch(() => [])) {
-    const chats = join8(tmp, project, "chats");
-    for (const name2 of await readdir5(chats).catch(() => [])) {
-      if (!/^session-.*\.jsonl$/.test(name2)) continue;
-      const mtime = (await stat(join8(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
-      if (!newest || mtime > newest.mtime) newest = { path: join8(chats, name2), mtime };
-    }
+  for await (const path of chatFiles(join8(contextDir, "home", ".gemini", "tmp"), ".jsonl")) {
+    const mtime = (await stat(path).catch(() => null))?.mtimeMs ?? 0;
+    if (!newest || mtime > newest.mtime) newest = { path, mtime };
   }
-  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+  const text = newest ? await readRegular(newest.path, 16 * 1024 * 1024) : null;
+  if (text) sessionLines(text, since, out);
+  return text !== null;
 }
 function sessionLines(text, since, out) {
   const messages = /* @__PURE__ */ new Map();
-  for (const r of jsonLines(text)) {
-    if (typeof r.id !== "string" || typeof r.type !== "string") continue;
-    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+  const from = since?.getTime() ?? Number.NEGATIVE_INFINITY;
+  for (const r of jsonLines(text))
+    if (typeof r.id === "string" && typeof r.type === "string" && Date.parse(String(r.timestamp)) >= from)
       messages.set(r.id, r);
-  }
   for (const m of messages.values()) {
     if (m.type === "error" || m.type === "warning" || m.type === "info") out.add(m.type, partsText(m.content));
     if (m.type !== "gemini") continue;
@@ -35170,16 +35137,13 @@ var gemini = defineSpec({
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
     const chats = join9(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
-    for (const f2 of files) {
-      if (f2 === best && dirname6(f2.path) !== chats) await rename3(f2.path, join9(chats, basename2(f2.path)));
-      else if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
-    }
+    for (const f2 of files) if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
+    if (dirname6(best.path) !== chats) await rename3(best.path, join9(chats, basename2(best.path)));
     return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
     const dir = join9(e.home, ".gemini");
     const id = saved?.sessionId ?? randomUUID3();
-    const before = saved?.before ?? /* @__PURE__ */ new Set();
     await mkdir6(dir, { recursive: true });
     const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
     const vertex = e.env.GOOGLE_GENAI_USE_VERTEXAI === "true";
@@ -35214,7 +35178,7 @@ var gemini = defineSpec({
         if (stats) return stats;
         const found = (await sessionFiles(dir, id)).map((f2) => f2.record).filter((r) => r.sessionId === id);
         const note = found.length ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call";
-        return { ...usageFromSessions(found, before), ...run2 ? { notes: [note] } : { turns: null } };
+        return { ...usageFromSessions(found, saved?.before), ...run2 ? { notes: [note] } : { turns: null } };
       },
       ending(run2) {
         if (run2.stopped === null && run2.exitCode === EXIT_TURN_LIMIT)
@@ -35226,11 +35190,7 @@ var gemini = defineSpec({
   },
   transcript: geminiLog,
   finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
-  async contextTranscript(contextDir, since, out) {
-    const text = await newestSession(join9(contextDir, "home", ".gemini", "tmp"));
-    if (text) sessionLines(text, since, out);
-    return text !== null;
-  }
+  contextTranscript: contextTurns
 });
 function geminiLogin(episodeHome) {
   const [from, to] = [join9(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join9(episodeHome, ".gemini")];
@@ -35269,21 +35229,17 @@ function usageFromStats(stats) {
   let turns = 0;
   for (const [model, m] of Object.entries(stats.models)) {
     if (!isRecord(m) || !isRecord(m.tokens)) return null;
-    const t = m.tokens;
-    addUse(tally2, model, {
-      input: count(t.prompt) + count(t.tool),
-      cached: count(t.cached),
-      output: count(t.candidates) + count(t.thoughts)
-    });
+    addUse(tally2, model, tokenUse({ ...m.tokens, input: m.tokens.prompt, output: m.tokens.candidates }));
     const main2 = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
     if (main2) turns += count(main2.totalRequests) - count(main2.totalErrors);
   }
   return { tally: tally2, turns };
 }
 function parseResult(text) {
-  const isResult = (v2) => isRecord(v2) && ("session_id" in v2 || "stats" in v2 || "error" in v2);
-  const v = jsonBlocks(text.split("\n")).findLast(([block]) => isResult(block))?.[0];
-  if (!isRecord(v)) return null;
+  return jsonBlocks(text).map(readResult).findLast(Boolean) ?? null;
+}
+function readResult(v) {
+  if (!isRecord(v) || !("session_id" in v || "stats" in v || "error" in v)) return null;
   const e = isRecord(v.error) ? v.error : null;
   return {
     ...typeof v.session_id === "string" ? { sessionId: v.session_id } : {},
@@ -35293,31 +35249,27 @@ function parseResult(text) {
     ...Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w) => typeof w === "string") } : {}
   };
 }
-function jsonBlocks(lines2) {
+function jsonBlocks(text, other = []) {
+  const lines2 = text.split("\n");
   const blocks = [];
-  for (let i = 0; i < lines2.length; i++) {
+  scan: for (let i = 0; i < lines2.length; i++) {
     const line = lines2[i];
-    const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
-    for (let j = i + 1; j < lines2.length; j++) {
-      if (lines2[j] !== "}") continue;
-      try {
-        blocks.push([JSON.parse([line.slice(open4), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
-        i = j;
-        break;
-      } catch {
+    if (/^(?:\[[A-Z]+\] )?\{$/.test(line))
+      for (let j = lines2.indexOf("}", i + 1); j > i; j = lines2.indexOf("}", j + 1)) {
+        try {
+          blocks.push(JSON.parse(["{", ...lines2.slice(i + 1, j + 1)].join("\n")));
+          i = j;
+          continue scan;
+        } catch {
+        }
       }
-    }
+    if (line.trim() !== "") other.push(line);
   }
   return blocks;
 }
 function geminiLog(text, out, other) {
-  const lines2 = text.split("\n");
-  const blocks = jsonBlocks(lines2);
-  const inside = new Set(blocks.flatMap(([, i, j]) => Array.from({ length: j - i + 1 }, (_, k) => i + k)));
-  for (const [i, line] of lines2.entries()) if (!inside.has(i) && line.trim() !== "") other.push(line);
-  for (const [, i, j] of blocks) {
-    const r = parseResult(lines2.slice(i, j + 1).join("\n"));
+  for (const block of jsonBlocks(text, other)) {
+    const r = readResult(block);
     if (!r) continue;
     if (r.response) out.add("assistant", r.response);
     const stats = isRecord(r.stats) ? r.stats : {};
@@ -35574,9 +35526,8 @@ var qwenCode = defineSpec({
         qwen_version: null
       };
       await writeFile5(join11(to, `${id}.runtime.json`), JSON.stringify(status));
-      const t = isRecord(record2?.totals) ? record2.totals : null;
-      const carried = t && { input: count(t.input), cached: count(t.cached), output: count(t.output) };
-      return { id, baseline: carried && addUse({}, "carried", carried) };
+      const t = isRecord(record2.totals) ? record2.totals : null;
+      return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -35619,9 +35570,9 @@ var qwenCode = defineSpec({
         await read2(run2 !== void 0);
         const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord(x.usage))?.usage : null;
         if (!run2 || !isRecord(u)) return { tally: tally2 };
-        totals = addUse({}, model, tokensOf2(u));
-        const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
-        return spentSince(before, totals, { turns: readStream(run2.stdout).result?.turns ?? null });
+        totals = tokensOf2(u);
+        const before = saved?.baseline ? addUse({}, model, saved.baseline) : null;
+        return spentSince(before, addUse({}, model, totals), { turns: readStream(run2.stdout).result?.turns ?? null });
       },
       ending(run2) {
         const r = readStream(run2.stdout).result;
@@ -35632,7 +35583,7 @@ var qwenCode = defineSpec({
         const why = isRecord(error62) && typeof error62.message === "string" ? error62.message : null;
         return { exit: "crash", why: r.message ?? why };
       },
-      record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null })
+      record: async () => ({ sessionId: id, totals: totals ?? saved?.baseline ?? null })
     };
   },
   transcript: claudeCode.transcript,
@@ -35840,8 +35791,7 @@ function agentFor(config2) {
   return adapterFor(config2.agent);
 }
 function finalMessage(kind, stdout) {
-  const read2 = specOf(kind).finalMessage;
-  return read2 ? read2(stdout) : stdout;
+  return specOf(kind).finalMessage(stdout);
 }
 
 // src/core/attempts.ts
@@ -39669,12 +39619,14 @@ async function uncommittedInputs(p) {
     { check: false }
   );
   if (r.exitCode !== 0) return [];
-  return r.stdout.split("\n").filter((l) => l.length > 3).map((l) => {
-    const code = l.slice(0, 2);
-    const path = l.slice(3);
-    const what = code === "??" ? "not in git" : code[0] !== " " && code[1] === " " ? "staged, not committed" : "changed";
-    return `${path} (${what})`;
-  });
+  const listed = /* @__PURE__ */ new Map();
+  for (const l of r.stdout.split("\n").filter((x) => x.length > 3)) {
+    const [code, path] = [l.slice(0, 2), l.slice(3)];
+    if (listed.has(path)) continue;
+    const what = code === "D " ? "removed from git, not committed" : code === "??" ? "not in git" : code[0] !== " " && code[1] === " " ? "staged, not committed" : "changed";
+    listed.set(path, `${path} (${what})`);
+  }
+  return [...listed.values()];
 }
 function namedPaths(command2) {
   return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute8(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
