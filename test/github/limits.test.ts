@@ -28,6 +28,15 @@ useGitHubInABox();
 const RUN = 'issue-7';
 const config = (extra = ''): Config => parseConfig(`${CONFIG}${extra}`, 'autoresearch.yml');
 
+/** Plays the run's rounds (every episode scores 1) until it finishes. */
+async function playToEnd(h: Harness) {
+  for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+    const state = h.state(RUN);
+    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 1);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
+  }
+}
+
 /** Runs the schedule with the core's steps, within the round limit: every episode spends `spent(allowance)`. */
 function runWithinLimits(c: Config, spent = (allowance: number) => allowance) {
   let state: RunState = newRunState({ id: 'r', seed: 1, config: c, baseCommit: 'a'.repeat(40), baseScore: null });
@@ -103,11 +112,11 @@ describe('the round limit (core)', () => {
 });
 
 describe('limits.runs_per_repo', () => {
+  const oneRunAtOnce = () =>
+    new Harness({ '.github/autoresearch.yml': `${CONFIG}limits:\n  runs_per_repo: 1\n`, 'grade.mjs': 'x' }).load();
+
   it('a run does not start, or resume, while as many others run; it says which and what to do', async () => {
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}limits:\n  runs_per_repo: 1\n`,
-      'grade.mjs': 'x',
-    }).load();
+    const h = await oneRunAtOnce();
     await h.label(7);
     await h.label(8);
     expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => shown(c.body))).toEqual([
@@ -129,16 +138,9 @@ describe('limits.runs_per_repo', () => {
   });
 
   it('/autoresearch fork does not set a finished run going again while as many others run', async () => {
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}limits:\n  runs_per_repo: 1\n`,
-      'grade.mjs': 'x',
-    }).load();
+    const h = await oneRunAtOnce();
     await h.label(7);
-    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
-      const state = h.state(RUN);
-      for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 1);
-      for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
-    }
+    await playToEnd(h);
     expect(h.state(RUN).status).toBe('finished');
     await h.label(8);
     expect(h.runFiles('issue-8')?.stopped).toBe(false);
@@ -188,11 +190,7 @@ describe('limits.rounds', () => {
       'grade.mjs': 'x',
     }).load();
     await h.label(7);
-    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
-      const state = h.state(RUN);
-      for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 1);
-      for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
-    }
+    await playToEnd(h);
     expect(h.state(RUN).rounds).toHaveLength(6);
     const before = h.gh.comments.length;
     await nightlyTick(h.api(), h.clock);
