@@ -114,10 +114,10 @@ export const claudeCode = defineSpec<{ id: string; baseline: Tally | null; bytes
       // No token limit of its own.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
-        // To the end as it is now: what it wrote since the last poll can pass one read.
-        const rows: string[] = [];
-        for await (const line of transcript.remaining()) rows.push(line);
-        const read = assistantTally(rows.join('\n'), assistantTokens);
+        // To the end as it is now (what it wrote since the last poll can pass one read), a line at a time.
+        for await (const line of transcript.remaining())
+          if (line.includes('"assistant"')) assistantTally(line, assistantTokens);
+        const read = { tally: assistantTokens.tally, responses: assistantTokens.seen.size };
         const result = run ? readStream(run.stdout).result : null;
         if (result?.totals) return spentSince(baseline, result.totals, { turns: result.turns });
         // Else the cost record it wrote as it stopped (in this episode's part of the transcript), else its tokens.
