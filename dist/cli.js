@@ -34302,9 +34302,9 @@ var claudeCode = defineSpec({
       // No token limit of its own.
       watch: e.unit === "tokens",
       async spent(run2) {
-        const rows = [];
-        for await (const line of transcript.remaining()) rows.push(line);
-        const read2 = assistantTally(rows.join("\n"), assistantTokens);
+        for await (const line of transcript.remaining())
+          if (line.includes('"assistant"')) assistantTally(line, assistantTokens);
+        const read2 = { tally: assistantTokens.tally, responses: assistantTokens.seen.size };
         const result = run2 ? readStream(run2.stdout).result : null;
         if (result?.totals) return spentSince(baseline, result.totals, { turns: result.turns });
         const file2 = run2 && await transcriptPath(e.home, id, cwd);
