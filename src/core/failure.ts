@@ -197,7 +197,7 @@ export function failureOf(agent: FailingAgent, c: Crash): AgentFailure | null {
   );
   // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
   const dropped =
-    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+    /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT)\b|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
   let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
   if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
   if (!kind && couldNotStart(c)) kind = 'cli';

@@ -19,6 +19,11 @@ const of = (kind: AgentKind, quote: string, status?: number | null, run = crashe
   failureOf(specOf(kind), { ...run, quote, status });
 
 describe('failureOf', () => {
+  it("a word that holds an error code is no dropped connection: Python's ModuleNotFoundError is no outage", () => {
+    expect(of('command', "ModuleNotFoundError: No module named 'litellm'")?.kind).not.toBe('network');
+    expect(of('command', 'fetch failed: getaddrinfo ENOTFOUND api.example.com')?.kind).toBe('network');
+  });
+
   it("each CLI's refused key, as it says it: auth, with the key to set", () => {
     const claude = claudeEnding(
       { ...crashed, stdout: fixture('claude-code', 'api-error.stream.jsonl'), stopped: null },
