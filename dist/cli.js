@@ -29276,7 +29276,7 @@ function failureOf(agent, c) {
   const code = String(
     c.status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
   );
-  const dropped = /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  const dropped = /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT)\b|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
   let kind = dropped.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
   if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
   if (!kind && couldNotStart(c)) kind = "cli";
