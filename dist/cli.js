@@ -29217,6 +29217,7 @@ var GENERIC_FIX = {
 function resumableFailure(kind) {
   return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
 }
+var DROPPED = /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i;
 var SHAPES = [
   {
     kind: "auth",
@@ -29238,10 +29239,7 @@ var SHAPES = [
     kind: "overload",
     re: /overloaded|service unavailable|bad gateway|internal server error|server is busy|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?(?:500|502|503|504|529)\b|\b(?:502|503|529)\W{0,3}(?:service|bad|overloaded)/i
   },
-  {
-    kind: "network",
-    re: /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i
-  }
+  { kind: "network", re: DROPPED }
 ];
 function recognizeFailure(text) {
   const lines2 = text.replace(/\r\n?/g, "\n").split("\n").slice(-FAILURE_READ_MAX_LINES).map((l) => l.trim()).filter(Boolean);
@@ -29276,8 +29274,7 @@ function failureOf(agent, c) {
   const code = String(
     c.status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
   );
-  const dropped = /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT)\b|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
-  let kind = dropped.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  let kind = DROPPED.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
   if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
   if (!kind && couldNotStart(c)) kind = "cli";
   if (!kind && !agent.cli && c.exitCode === 75) kind = "overload";

@@ -89,6 +89,10 @@ export function resumableFailure(kind: FailureKind): boolean {
 // Common shapes of a provider's or a CLI's error text, most severe first: a line that names a
 // permanent failure wins over one that names a transient one (OpenAI's "exceeded your current
 // quota" comes with a 429). Each is matched on one line at a time.
+/** A connection that dropped or never opened, by its error codes (whole words) and messages. */
+const DROPPED =
+  /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i;
+
 const SHAPES: { kind: Exclude<FailureKind, 'crash' | 'cli' | 'hidden-path'>; re: RegExp }[] = [
   {
     kind: 'auth',
@@ -110,10 +114,7 @@ const SHAPES: { kind: Exclude<FailureKind, 'crash' | 'cli' | 'hidden-path'>; re:
     kind: 'overload',
     re: /overloaded|service unavailable|bad gateway|internal server error|server is busy|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?(?:500|502|503|504|529)\b|\b(?:502|503|529)\W{0,3}(?:service|bad|overloaded)/i,
   },
-  {
-    kind: 'network',
-    re: /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i,
-  },
+  { kind: 'network', re: DROPPED },
 ];
 
 /**
@@ -196,9 +197,7 @@ export function failureOf(agent: FailingAgent, c: Crash): AgentFailure | null {
     c.status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
   );
   // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
-  const dropped =
-    /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT)\b|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
-  let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
+  let kind: FailureKind | null = DROPPED.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
   if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
   if (!kind && couldNotStart(c)) kind = 'cli';
   if (!kind && !agent.cli && c.exitCode === 75) kind = 'overload';
