@@ -74,7 +74,10 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
     const ended = await d.runEpisodes(roundOf(d.state, first.round).episodes.filter((e) => ids.has(e.id)));
     if (ended) return ended;
+    await d.setupCache.prune();
   }
+  // No episode of a finished run starts again.
+  await d.setupCache.prune(true);
   await writeReports(d.o.store, d.state);
   d.emit({ type: 'finished', state: d.state });
   return { state: d.state, interrupted: false };

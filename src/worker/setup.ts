@@ -14,7 +14,7 @@
 // folders like node_modules or .venv) is left out of the episode's result, as if ignored.
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { appendFile, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { FAILURE_LINE_MAX_CHARS, SETUP_OUTPUT_MAX_CHARS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
@@ -207,6 +207,8 @@ type CacheOutcome = { paths: string[]; episode: string } | { failure: string; ep
  */
 export class SetupCache {
   private readonly inflight = new Map<string, Promise<CacheOutcome>>();
+  /** The entries episodes asked for since the last prune. */
+  private readonly wanted = new Set<string>();
 
   constructor(readonly dir: string) {}
 
@@ -229,6 +231,7 @@ export class SetupCache {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key: string, workspace: string): Promise<{ paths: string[]; madeBy: string } | null> {
+    this.wanted.add(key);
     const entry = join(this.dir, key);
     const manifest = await readFile(join(entry, 'manifest.json'), 'utf8').catch(() => null);
     if (manifest === null) return null;
@@ -269,6 +272,18 @@ export class SetupCache {
     } finally {
       this.inflight.delete(key);
     }
+  }
+
+  /**
+   * Removes every entry no episode asked for since the last prune (`all`: every entry), and what
+   * an interrupted keep left. Called between rounds, with no setup running: a round's episodes
+   * start from one base, the next round's from its winner (a new tree) or the same base again, so
+   * the entries of older bases would only fill the disk, one copy of setup's output per round.
+   */
+  async prune(all = false): Promise<void> {
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    for (const name of names) if (all || !this.wanted.has(name)) await removeTree(join(this.dir, name));
+    this.wanted.clear();
   }
 
   private async keep(key: string, episode: string, paths: string[], workspace: string): Promise<void> {
