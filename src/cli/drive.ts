@@ -40,6 +40,9 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       ...(io.sleep ? { sleep: io.sleep } : {}),
     });
   let result: Awaited<ReturnType<typeof drive>>;
+  // Held across the outage waits too: the run is this process's till it ends (status says so, a
+  // resume is refused), and each drive inside takes it again.
+  const release = await open.store.lock();
   try {
     result = await once();
     // A provider's outage at night is waited out: the run goes on by itself, a few times, before it ends.
@@ -50,7 +53,9 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
         `\nforkflush: ${result.stopped.message}\nforkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)\n`,
       );
       await (io.sleep ?? abortableSleep)(minutes * 60_000, io.signal ?? new AbortController().signal);
-      if (io.signal?.aborted || (await retryStop(open)) === null) break;
+      if (io.signal?.aborted) break;
+      // The run as saved: the stopped episodes reopened, or (where it moved on meanwhile) as it is now.
+      await retryStop(open);
       result = await once();
     }
   } catch (e) {
@@ -66,6 +71,7 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
     throw e;
   } finally {
     view.close();
+    await release();
   }
   open.state = result.state;
   if (result.stopped) {

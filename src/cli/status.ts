@@ -1,6 +1,6 @@
 // `forkflush status [DIR] [--run ID] [--json]`: where a run is, who drives it, how to continue it.
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary } from '../core/report.js';
-import { retryStopped, runStop } from '../core/stop.js';
+import { outageStop, retryStopped, runStop } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { openRun } from '../local/start.js';
 import type { Parsed } from './args.js';
@@ -20,8 +20,10 @@ export async function statusCommand(dir: string, p: Parsed, io: Io): Promise<num
     io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     return 0;
   }
+  // A live process with its run stopped by an outage is waiting it out, then goes on by itself (cli/drive.ts).
+  const waiting = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : '';
   const where =
-    state.status === 'finished' ? '' : pid ? `, running in process ${pid}` : stop ? ', stopped' : ', interrupted';
+    state.status === 'finished' ? '' : pid ? `, running in process ${pid}${waiting}` : stop ? ', stopped' : ', interrupted';
   io.stdout.write(`run ${state.id} (${open.store.dir})${where}\n${summary(state)}\n`);
   const current = state.rounds.find((r) => !r.decision);
   if (current) {

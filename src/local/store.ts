@@ -101,15 +101,23 @@ export class RunStore {
 
   /**
    * Takes the run for this process: two processes driving one run would reset each other's
-   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
+   * worktrees. A lock left by a process that is gone is taken over. Returns the release. This
+   * process may take it again while it holds it (a drive inside `driveRun`'s hold across an
+   * outage wait): the file goes with the last release.
    */
   async lock(): Promise<() => Promise<void>> {
     const file = this.path('lock');
+    const holds = heldLocks.get(file) ?? 0;
+    if (holds > 0) {
+      heldLocks.set(file, holds + 1);
+      return once(async () => this.release(file));
+    }
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         // The pid and its start time: after a crash or a reboot another process may have the pid.
         await writeFile(file, `${process.pid} ${startTime(process.pid) ?? ''}`.trim(), { flag: 'wx' });
-        return () => unlink(file).catch(() => {});
+        heldLocks.set(file, 1);
+        return once(async () => this.release(file));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
         const pid = holder(await readFile(file, 'utf8').catch(() => ''));
@@ -124,6 +132,13 @@ export class RunStore {
     throw new UserError(`could not take the lock ${file}`);
   }
 
+  private async release(file: string): Promise<void> {
+    const holds = (heldLocks.get(file) ?? 1) - 1;
+    if (holds > 0) return void heldLocks.set(file, holds);
+    heldLocks.delete(file);
+    await unlink(file).catch(() => {});
+  }
+
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver(): Promise<number | null> {
     return holder(await readFile(this.path('lock'), 'utf8').catch(() => ''));
@@ -134,6 +149,15 @@ export class RunStore {
     await writeAtomic(file, content);
     return file;
   }
+}
+
+/** The run locks this process holds, by file, and how many times each is taken. */
+const heldLocks = new Map<string, number>();
+
+/** `f` that runs its first call only: a release called twice releases once. */
+function once(f: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () => (done ??= f());
 }
 
 /** The live process a lock names (`pid start`, or a pid alone as older locks have it), or null. */
