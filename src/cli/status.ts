@@ -23,7 +23,13 @@ export async function statusCommand(dir: string, p: Parsed, io: Io): Promise<num
   // A live process with its run stopped by an outage is waiting it out, then goes on by itself (cli/drive.ts).
   const waiting = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : '';
   const where =
-    state.status === 'finished' ? '' : pid ? `, running in process ${pid}${waiting}` : stop ? ', stopped' : ', interrupted';
+    state.status === 'finished'
+      ? ''
+      : pid
+        ? `, running in process ${pid}${waiting}`
+        : stop
+          ? ', stopped'
+          : ', interrupted';
   io.stdout.write(`run ${state.id} (${open.store.dir})${where}\n${summary(state)}\n`);
   const current = state.rounds.find((r) => !r.decision);
   if (current) {
