@@ -46,6 +46,8 @@ export interface AgentOutcome {
   seconds: number;
   /** Why it failed, where recognised (core/failure.ts): the worker retries a transient one. */
   failure?: AgentFailure;
+  /** The last line of its final message, after a clean end: what it said when it changed nothing. */
+  lastWords?: string;
 }
 
 export interface AgentAdapter {

@@ -159,6 +159,9 @@ export async function runSession<S>(
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join('; ');
   if (failure) outcome.failure = failure;
+  const words =
+    exit === 'finished' || exit === 'budget' ? spec.finalMessage(r.stdout)?.trim().split('\n').at(-1) : null;
+  if (words) outcome.lastWords = words.trim().slice(0, 200);
   return outcome;
 }
 

@@ -102,37 +102,60 @@ function stopCause(state: RunState): Cause | null {
     if (open.episodes.length > 0 && open.episodes.every(setupFailed))
       return { stop: everySetupFailed(open, state.config.setup.commands.length > 0), retry: open.episodes };
   }
-  const opening = state.rounds[0];
-  // Branches whose setup failed did not try, and those whose job gave no result were not graded:
-  // the grader is judged by the others.
-  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
-  if (
-    state.base.score === null &&
-    opening?.decision &&
-    tried.length > 0 &&
-    tried.every((e) => e.result && e.result.score === null)
-  ) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? 'no reason given'))];
-    return {
-      stop: {
-        ...stop(
-          1,
-          (q) =>
-            `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join('; ')}), so the run stopped ` +
-            `rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`,
-        ),
-        graderScoredNothing: true,
-      },
-      retry: null,
-    };
-  }
-  return null;
+  return noScoreYet(state);
+}
+
+/**
+ * No episode of the run got a score, once its opening round is decided: a grader that cannot
+ * score anything (when the initial workspace has none either), or one that scores only what the
+ * agent has not touched (the judge lacks what a changed tree needs), or workspaces that cannot
+ * be recorded. With a scored initial workspace, CRASH_STREAK decided episodes at least, as for
+ * crashes: one branch that broke the code is no pattern. Branches whose setup failed did not
+ * try, and those whose job gave no result were not graded: the grader is judged by the others.
+ */
+function noScoreYet(state: RunState): Cause | null {
+  if (!state.rounds[0]?.decision) return null;
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
+  const base = state.base.score;
+  if (base !== null && decided.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(decided.map((e) => e.result?.reason ?? 'no reason given'))];
+  const quoted = (q: (t: string) => string) => reasons.slice(0, 3).map(q).join('; ');
+  const text: Quoting =
+    base === null
+      ? (q) =>
+          `neither the initial workspace nor any episode of the opening round got a score (${quoted(q)}), so the run stopped ` +
+          `rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
+      : (q) =>
+          `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), ` +
+          `so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
+  return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+
+/** The start of an episode's reason when its workspace could not be committed (worker/episode.ts): nothing was graded. */
+export const UNRECORDED = 'the workspace could not be recorded';
+
+/** What to do when no episode got a score though the initial workspace did: the agent's doing, or the grader's where it is graded. */
+function noScoreFix(episodes: Episode[], reasons: string[]): string {
+  if (episodes.every((e) => (e.result?.protectedChanged.length ?? 0) > 0))
+    return (
+      'the agent changes what grader.protected keeps every time: say in the task that it must not, or take the path ' +
+      'out of grader.protected if the agent may change it, then start a new run'
+    );
+  if (reasons.every((r) => r.startsWith(UNRECORDED)))
+    return (
+      'keep what the agent makes that git cannot take (a file over its size limit, a special file) out of the workspace ' +
+      '(.gitignore it, or tell the agent in the task), then start a new run'
+    );
+  return `run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run${judgeHint(reasons)}`;
 }
 
 /** What differs in the judge from a grader run by hand, where the reasons point at it. */
 const JUDGE_HINTS: [RegExp, string][] = [
   [
-    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
+    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
+    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
     "the judge's grader has no network unless grader.network: true",
   ],
   [/not a git repository/i, 'the judge grades a checkout of the commit without .git: the grader cannot run git there'],
@@ -196,13 +219,14 @@ function crashedIdle(e: Episode): boolean {
 }
 
 /**
- * An episode whose agent ended cleanly, changed nothing and reported no usage (none, or zero): no
- * sign that it ever worked on the task. An agent that tried ideas and kept none reports what it
- * spent (and, with an evaluations budget, its gradings).
+ * An episode whose agent ended by itself and left the workspace as it found it. Whatever it
+ * reported spending, it kept nothing: a CLI waiting for approval to edit files, a wrapper that
+ * never calls the agent, or an agent that found nothing better. (One its budget stopped may have
+ * been about to write: its carried context goes on in the next episode.)
  */
-function neverWorked(e: Episode): boolean {
+function keptNothing(e: Episode): boolean {
   const r = e.result;
-  return r?.exit === 'finished' && r.unchanged === true && (r.spentBasis !== undefined || r.spent === 0);
+  return r?.exit === 'finished' && r.unchanged === true;
 }
 
 /**
@@ -223,14 +247,15 @@ function overranIdle(e: Episode): boolean {
  * which finished first. A streak ends at the first episode still running: those after it are
  * not "in a row". Only while the last of them is in the open round: a stop comes before its
  * round is decided. While no episode of the run has changed the workspace at all, a clean end
- * that reported no usage counts too (neverWorked): an agent.command that prints its help, or a
- * wrapper that never calls the agent, ends at once every time and would be charged its allowance
- * each time, and a run of it would end green having done nothing.
+ * that kept nothing counts too (keptNothing), and an overrun that did (overranIdle): an
+ * agent.command that prints its help, a wrapper that never calls the agent, or a CLI that asks
+ * for approval to edit, each charged its allowance or what it reports, would spend the whole
+ * budget and end with nothing.
  */
 function crashedRun(state: RunState, open: Round): Cause | null {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && (neverWorked(e) || overranIdle(e)));
+  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && (keptNothing(e) || overranIdle(e)));
   const stopFor = (episodes: Episode[], where: string) =>
     crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
@@ -303,8 +328,9 @@ const NO_RESULT_FIX =
 
 /** What to do when the agent never changed anything: it most likely never worked on the task at all. */
 const NO_WORK_FIX =
-  'run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: ' +
-  'after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run';
+  'run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files ' +
+  '(a CLI waiting for approval to edit does not): after a fix outside the config (the CLI, its login) resume the run; ' +
+  'one to agent.command, agent.args or the task needs a new run';
 
 /** What to do after time-outs with nothing to show: the log says whether it hung or needed longer. */
 const TIMED_OUT_FIX =
@@ -377,8 +403,8 @@ export function nothingDone(state: RunState): string | null {
   if (scored.length === 0) return 'no episode got a score';
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
-  if (ran.every((e) => crashedIdle(e) || neverWorked(e)))
-    return 'no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)';
+  if (ran.every((e) => e.result?.unchanged === true))
+    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
   return null;
 }
 

@@ -15,6 +15,7 @@ import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH } from '../core/config.js';
 import type { Resource } from '../core/resources.js';
 import type { EpisodeResult } from '../core/state.js';
+import { UNRECORDED } from '../core/stop.js';
 import { plainText } from '../core/text.js';
 import { addCleaned, type Cleaned, cleanAgentFolder, cleanedNote, removeTree } from '../io/agent-files.js';
 import { GitStalledError } from '../io/git.js';
@@ -177,7 +178,7 @@ async function recordStep(job: EpisodeJob, b: EpisodeBox, excludes: string | nul
     // A full disk is the machine's, not the agent's (runEpisode says so); a stop is nobody's result.
     if (b.interrupt.aborted || (await diskFull(e, [job.scratchDir, places.workspace]))) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
-    unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
+    unrecorded = `${UNRECORDED} (${(e as Error).message.split('\n')[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
   });
   addCleaned(b.swept, snap.cleaned);
@@ -275,6 +276,7 @@ function resultOf(
   const cleaned = cleanedNote(r.ran.removed);
   const note = plainText(
     [
+      ...(r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : []),
       ...(job.notes ?? []),
       ...(r.start.note ? [r.start.note] : []),
       ...(outcome.note ? [outcome.note] : []),

@@ -290,12 +290,16 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(log).toContain('    at x (grade.mjs:3:9)');
   });
 
-  it('exits 1 when the run ends and no episode got a score, though the initial workspace had one', async () => {
+  it('exits 1 when no episode got a score, though the initial workspace had one, after CRASH_STREAK of them', async () => {
+    // The agent changes the grader each time: stopped after three episodes, not at the run's end.
     const repo = makeTaskRepo({ ...small, agent: 'protected' });
     const r = await cli('run', repo.dir);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('no episode got a score');
-    expect(r.out).toContain('No episode beat the initial workspace: there is nothing to take home.');
+    expect(r.err).toContain(
+      'forkflush: the initial workspace got a score (0) but none of the 3 episodes since did (the agent changed protected paths: grade.sh), ' +
+        'so the run stopped rather than spend the rest of its budget: the agent changes what grader.protected keeps every time',
+    );
+    expect(r.out).toContain('report: ');
   });
 });
 

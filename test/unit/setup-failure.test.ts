@@ -69,13 +69,58 @@ describe('stopReason', () => {
     expect(hint('the grader exited with code 1: Error: MY_TOKEN is not set')).toContain('what grader.env lists');
     expect(hint('the grader timed out after 12 s')).toContain('grader.timeout is the limit');
     expect(hint('the grader printed "oops", not a number')).not.toContain('as it runs there');
+    expect(hint('the grader exited with code 1: ModuleNotFoundError: numpy')).not.toContain('no network');
   });
 
-  it('goes on while the opening round is open, when one episode scored, or when the base had a score', () => {
+  it('goes on while the opening round is open, or when one episode scored', () => {
     const all = [noScore('a'), noScore('b'), noScore('c'), noScore('d')];
     expect(stopReason(opening(null, all.slice(0, 3), false))).toBeNull();
+    expect(stopReason(opening(5, all.slice(0, 3), false))).toBeNull();
     expect(stopReason(opening(null, [noScore('a'), { score: 3 }, noScore('c'), noScore('d')]))).toBeNull();
-    expect(stopReason(opening(5, all))).toBeNull();
+    expect(stopReason(opening(5, [noScore('a'), { score: 3 }, noScore('c'), noScore('d')]))).toBeNull();
+  });
+
+  it('with a scored initial workspace, stops once CRASH_STREAK decided episodes and none since got a score, saying what to fix', () => {
+    // The grader scores the initial workspace but fails on every changed tree where it is graded.
+    const judge = 'the grader exited with code 1: ModuleNotFoundError: no module named numpy';
+    const f = stopReason(opening(5, [noScore(judge), noScore(judge), noScore(judge), noScore(judge)]));
+    expect(f).toMatchObject({ code: 1, graderScoredNothing: true });
+    expect(f?.message).toBe(
+      `the initial workspace got a score (5) but none of the 4 episodes since did (${judge}), so the run stopped rather than spend ` +
+        "the rest of its budget: run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run",
+    );
+    // What the agent did, not the grader: a protected path changed, a workspace git cannot take.
+    const protectedChange = {
+      score: null,
+      reason: 'the agent changed protected paths: grade.sh',
+      protectedChanged: ['grade.sh'],
+    };
+    expect(
+      stopReason(opening(5, [protectedChange, protectedChange, protectedChange, protectedChange]))?.message,
+    ).toContain('the agent changes what grader.protected keeps every time');
+    const big = noScore('the workspace could not be recorded ("w.bin" is 101 MB, more than a file may be)');
+    expect(stopReason(opening(5, [big, big, big, big]))?.message).toContain(
+      'keep what the agent makes that git cannot take',
+    );
+    // Serially: the first CRASH_STREAK decided episodes, not before.
+    let single = newRunState({
+      id: 't',
+      seed: 1,
+      config: config('strategy: single-run'),
+      baseCommit: 'base',
+      baseScore: 5,
+    });
+    for (let i = 0; i < CRASH_STREAK; i++) {
+      expect(stopReason(single)).toBeNull();
+      const [open] = reconcile(single);
+      if (open?.type !== 'open') throw new Error('expected open');
+      single = applyOpen(single, open.round);
+      single = applyResult(single, open.round.episodes[0]?.id as string, result(null, 1, noScore(judge)));
+      const [d] = reconcile(single);
+      if (d?.type !== 'decide') throw new Error('expected decide');
+      single = applyDecision(single, d.round, d.decision);
+    }
+    expect(stopReason(single)?.message).toContain(`none of the ${CRASH_STREAK} episodes since did`);
   });
 });
 
@@ -228,9 +273,16 @@ describe('an agent that fails', () => {
       /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, the last with the agent wrote no usage file, .*run the agent by hand/,
     );
     expect(retryStopped(s)?.episodes).toHaveLength(4);
-    // An agent that reported what it spent worked, though it kept nothing (it tried ideas, graded, reverted).
-    const measured = idle({ spentBasis: undefined, spent: 2 });
-    expect(stopReason(opening(5, [measured, measured, measured, measured], false))).toBeNull();
+    // One that reported what it spent too: whatever it did (a CLI waiting for approval to edit, ideas
+    // tried and reverted), four fresh contexts that ended by themselves kept nothing; its words say which.
+    const measured = idle({
+      spentBasis: undefined,
+      spent: 2,
+      note: 'its final message, changing nothing: "May I edit?"',
+    });
+    expect(stopReason(opening(5, [measured, measured, measured, measured], false))?.message).toContain(
+      'the last with its final message, changing nothing: "May I edit?", so the run stopped',
+    );
     // One branch that worked is enough: an agent that can work may well leave some rounds as they were.
     expect(stopReason(opening(5, [idle(), idle(), idle({ unchanged: undefined }), idle()], false))).toBeNull();
     expect(stopReason(serial([idle(), idle(), idle()]))).toBeNull();
@@ -336,15 +388,17 @@ describe('nothingDone', () => {
       /^no episode did any work/,
     );
     expect(nothingDone(opening(5, [crashed(), { score: 5 }, crashed(), crashed()]))).toBeNull();
-    // Clean ends that never changed the workspace nor reported usage: green would say the agent worked.
+    // Ends that never changed the workspace: green would say the run made something.
     const clean = { exit: 'finished', unchanged: true, score: 5, spentBasis: 'estimated' } as const;
     expect(nothingDone(opening(5, [clean, clean, clean, clean]))).toBe(
-      'no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)',
+      'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)',
     );
     expect(nothingDone(opening(5, [clean, { score: 5 }, clean, clean]))).toBeNull();
-    // An agent that tried ideas and kept none reported what it spent: it worked, and found nothing better.
+    // Whatever it reported spending (a CLI waiting for approval, ideas tried and none kept), and
+    // stopped at its budget too: the run made nothing to take home.
     const tried = { exit: 'finished', unchanged: true, score: 5 } as const;
-    expect(nothingDone(opening(5, [tried, tried, tried, tried]))).toBeNull();
+    const stopped = { exit: 'budget', unchanged: true, score: 5 } as const;
+    expect(nothingDone(opening(5, [tried, stopped, tried, tried]))).toMatch(/^no episode did any work: none changed/);
   });
 });
 

@@ -1,0 +1,199 @@
+// A local run left alone at night (`forkflush run`): what would fail every later episode stops it
+// early, in words that say why; its disk does not fill; and a wait for a provider's outage keeps
+// the run its process's. Whole runs through the CLI with command agents.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, cliWith } from './cli-io.js';
+import { makeTaskRepo } from './task-repo.js';
+
+/** The README's example budget: 400 tokens, the paper's schedule (K = 4, episodes of 24). */
+const EXAMPLE_BUDGET = 'total: 400\n  unit: tokens';
+const RATE_LIMITED = 'Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limited"}}';
+const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
+const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
+const runFolder = (dir: string) => {
+  const [id] = readdirSync(join(dir, '.forkflush'));
+  return join(dir, '.forkflush', id as string);
+};
+
+describe('an agent crash that quotes a Python ModuleNotFoundError', () => {
+  // "ModuleNotFoundError" holds "ENOTFOUND": a broken Python install is no network outage, whose
+  // waits (5 + 20 + 60 minutes) and fix ("check the network") would be wrong (core/failure.ts).
+  it('is not taken for a network outage: no "could not reach its provider", no outage wait', async () => {
+    const repo = makeTaskRepo({
+      agentCommand: 'sh broken.sh',
+      budget: EXAMPLE_BUDGET,
+      files: {
+        'broken.sh':
+          'echo "Traceback (most recent call last):" >&2\necho "ModuleNotFoundError: No module named \'litellm\'" >&2\nexit 1\n',
+      },
+    });
+    const waits: number[] = [];
+    const r = await cliWith(['run', repo.dir], { sleep: async (ms) => void waits.push(ms) });
+    expect(r.err).not.toContain('could not reach its provider');
+    expect(said(r.err).filter((l) => l.startsWith('forkflush: waiting'))).toEqual([]);
+    expect(waits.filter((w) => w >= 60_000)).toEqual([]);
+    const s = await status(repo.dir);
+    const kinds = s.rounds[0].episodes.map((e: { failure: { kind: string } | null }) => e.failure?.kind ?? null);
+    expect(kinds).not.toContain('network');
+  }, 120_000);
+});
+
+describe('a run whose initial workspace has a score, and whose episodes never get one', () => {
+  // A grader that scores the initial workspace but fails in the judge on every changed tree (a
+  // module the judge lacks, here) once let a run spend 45 rounds, every episode "no score"
+  // (core/stop.ts noScoreYet).
+  it('stops after its opening round, having spent no more than it', async () => {
+    const repo = makeTaskRepo({
+      budget: EXAMPLE_BUDGET,
+      agentCommand: 'sh a.sh',
+      grader: 'sh g.sh',
+      files: {
+        'a.sh': 'echo $(( $(cat value.txt) + 1 )) > value.txt\necho \'{"spent": 5}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        'g.sh':
+          'v=$(cat value.txt)\nif [ "$v" = 0 ]; then echo 0; else echo "ImportError: cannot import name sklearn" >&2; exit 1; fi\n',
+      },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(1);
+    expect(said(r.err).at(-1)).toMatch(
+      /^forkflush: the initial workspace got a score \(0\) but none of the 4 episodes since did \(the grader exited with code 1: ImportError: cannot import name sklearn\), so the run stopped .*: run the grader by hand on an episode's branch/,
+    );
+    const s = await status(repo.dir);
+    expect(s.rounds.length).toBe(1);
+    expect(s.budget.spent).toBeLessThanOrEqual(100);
+  }, 120_000);
+
+  // Another cause: no episode's workspace can be recorded (a 101 MB file the agent writes each time).
+  it('stops after its opening round when no workspace of it could be recorded', async () => {
+    const repo = makeTaskRepo({
+      budget: EXAMPLE_BUDGET,
+      agentCommand: 'sh big.sh',
+      files: {
+        'big.sh': 'truncate -s 101M weights.bin\necho 1 > value.txt\necho \'{"spent": 5}\' > "$FORKFLUSH_USAGE_FILE"\n',
+      },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(1);
+    expect(said(r.err).at(-1)).toMatch(
+      /none of the 4 episodes since did \(the workspace could not be recorded \("weights.bin" is 101 MB.*: keep what the agent makes that git cannot take/,
+    );
+    const s = await status(repo.dir);
+    expect(s.rounds.length).toBe(1);
+    expect(s.budget.spent).toBeLessThanOrEqual(100);
+  }, 120_000);
+});
+
+describe('an agent that reports usage every time and never changes a file', () => {
+  // A CLI left in an approval mode answers "I need your permission to edit files" and reports what
+  // it spent, every time: it once spent the whole budget and ended with exit 0 (core/stop.ts keptNothing).
+  it('stops after CRASH_STREAK episodes, quoting what it said', async () => {
+    const repo = makeTaskRepo({
+      agentCommand: 'sh idle.sh',
+      budget: 'total: 24\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+      files: {
+        'idle.sh':
+          'echo "I need your permission to edit files before I can go on."\necho \'{"spent": 5}\' > "$FORKFLUSH_USAGE_FILE"\n',
+      },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(said(r.err).at(-1)).toMatch(
+      /^forkflush: the agent ended without changing the workspace in 3 episodes in a row \(r0.b0, r1.b0, r2.b0\), and no episode of the run has changed it, the last with its final message, changing nothing: "I need your permission to edit files before I can go on."; .*\(a CLI waiting for approval to edit does not\)/,
+    );
+    expect((await status(repo.dir)).budget.spent).toBe(15);
+  }, 120_000);
+});
+
+describe('setup.cache over a night of rounds', () => {
+  // An entry is a copy of setup's output (node_modules, a venv) for one base: one a round, were
+  // none ever removed (worker/setup.ts SetupCache.prune).
+  it('keeps no entry for bases no episode will start from again once the run has finished', async () => {
+    const repo = makeTaskRepo({
+      budget: EXAMPLE_BUDGET,
+      extra: 'setup:\n  commands: ["mkdir -p deps && head -c 200000 /dev/urandom > deps/blob"]\n  cache: true\n',
+      files: { '.gitignore': 'deps/\n' },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(0);
+    const s = await status(repo.dir);
+    expect(s.rounds.length).toBeGreaterThan(3);
+    const cache = join(runFolder(repo.dir), 'setup-cache');
+    const entries = existsSync(cache) ? readdirSync(cache) : [];
+    expect(entries.length).toBeLessThanOrEqual(1);
+  }, 120_000);
+});
+
+describe("forkflush status while a run waits out its provider's outage", () => {
+  // The waits (5, 20, 60 min) come between two drives: the run's lock is held across them (cli/drive.ts).
+  const limited = () =>
+    makeTaskRepo({
+      agentCommand: 'sh limited.sh',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+      files: { 'limited.sh': `echo '${RATE_LIMITED}' >&2\nexit 1\n` },
+    });
+  /** What `forkflush status ARGS` says during the first outage wait of a run of `repo`. */
+  const duringWait = async (dir: string, ...args: string[]) => {
+    let during = '';
+    const stop = new AbortController();
+    const r = await cliWith(['run', dir], {
+      signal: stop.signal,
+      sleep: async (ms) => {
+        if (ms < 60_000) return;
+        during = (await cli('status', dir, ...args)).out;
+        stop.abort('interrupted');
+      },
+    });
+    expect(r.err).toContain('forkflush: waiting 5 min');
+    return during;
+  };
+
+  it('says the run is being driven by its live process, with no resume command', async () => {
+    const repo = limited();
+    const json = JSON.parse(await duringWait(repo.dir, '--json'));
+    expect(json).toMatchObject({ status: 'running', pid: process.pid, resume: null });
+  }, 120_000);
+
+  it("says so in words: running, waiting out its provider's outage", async () => {
+    const repo = limited();
+    const text = await duringWait(repo.dir);
+    expect(text).toContain(`, running in process ${process.pid}, waiting out its provider's outage to try again\n`);
+    expect(text).not.toContain('forkflush resume');
+  }, 120_000);
+});
+
+describe('a resume started while the run waits out an outage', () => {
+  // Two processes would drive the run at once (they reset each other's worktrees), and the waiting
+  // one once wrote its stale stop over the run the other had finished.
+  it('is refused, naming the waiting process, which goes on by itself after the wait and finishes', async () => {
+    const repo = makeTaskRepo({
+      agentCommand: 'sh limited.sh',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+      files: { 'limited.sh': '' },
+    });
+    const logs = join(repo.callsLog, '..');
+    writeFileSync(
+      join(repo.dir, 'limited.sh'),
+      `if [ -f ${logs}/up ]; then exec node agent.mjs improve ${repo.callsLog}; fi\necho '${RATE_LIMITED}' >&2\nexit 1\n`,
+    );
+    repo.git('commit', '-qam', 'the agent');
+    let resumed: { code: number; err: string } | undefined;
+    const r = await cliWith(['run', repo.dir], {
+      sleep: async (ms) => {
+        if (ms < 60_000 || resumed) return;
+        // The user resumes it by hand; meanwhile the provider is back.
+        writeFileSync(join(logs, 'up'), '');
+        resumed = await cliWith(['resume', repo.dir], { sleep: async () => {} });
+      },
+    });
+    expect(resumed?.code).toBe(2);
+    expect(resumed?.err).toContain(`is being driven by process ${process.pid}: stop it first, or wait for it to end`);
+    expect(r.code, r.err).toBe(0);
+    expect((await status(repo.dir)).status).toBe('finished');
+    expect(readFileSync(join(runFolder(repo.dir), 'report.md'), 'utf8')).not.toContain('rate limit');
+  }, 120_000);
+});
