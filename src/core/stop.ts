@@ -219,14 +219,14 @@ function crashedIdle(e: Episode): boolean {
 }
 
 /**
- * An episode whose agent ended by itself and left the workspace as it found it. Whatever it
- * reported spending, it kept nothing: a CLI waiting for approval to edit files, a wrapper that
- * never calls the agent, or an agent that found nothing better. (One its budget stopped may have
- * been about to write: its carried context goes on in the next episode.)
+ * An episode whose agent ended cleanly, changed nothing and reported no usage (none, or zero): no
+ * sign that it ever worked on the task. One that reported what it spent may have tried ideas and
+ * kept none, or had too small an allowance to try one (the bundled example's agent on a small
+ * budget): no reason to stop the run, though a run of nothing else ends with exit 1 (nothingDone).
  */
-function keptNothing(e: Episode): boolean {
+function neverWorked(e: Episode): boolean {
   const r = e.result;
-  return r?.exit === 'finished' && r.unchanged === true;
+  return r?.exit === 'finished' && r.unchanged === true && (r.spentBasis !== undefined || r.spent === 0);
 }
 
 /**
@@ -247,15 +247,14 @@ function overranIdle(e: Episode): boolean {
  * which finished first. A streak ends at the first episode still running: those after it are
  * not "in a row". Only while the last of them is in the open round: a stop comes before its
  * round is decided. While no episode of the run has changed the workspace at all, a clean end
- * that kept nothing counts too (keptNothing), and an overrun that did (overranIdle): an
- * agent.command that prints its help, a wrapper that never calls the agent, or a CLI that asks
- * for approval to edit, each charged its allowance or what it reports, would spend the whole
- * budget and end with nothing.
+ * that reported no usage counts too (neverWorked), and an overrun that changed nothing
+ * (overranIdle): an agent.command that prints its help, or a wrapper that never calls the agent,
+ * ends at once every time and would be charged its allowance each time.
  */
 function crashedRun(state: RunState, open: Round): Cause | null {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && (keptNothing(e) || overranIdle(e)));
+  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && (neverWorked(e) || overranIdle(e)));
   const stopFor = (episodes: Episode[], where: string) =>
     crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');

@@ -110,7 +110,8 @@ ask();`;
 
   it('an agent that edits a protected file gets no score, and the file is restored', async () => {
     const repo = makeTaskRepo({ agent: 'protected', budget: ONE_EPISODE, extra: 'strategy: single-run' });
-    const { result } = await oneEpisode(repo);
+    // It does so in every episode: the run stops after CRASH_STREAK of them (core/stop.ts noScoreYet).
+    const { result } = await oneEpisode(repo, 'running');
     expect(result.score).toBeNull();
     expect(result.protectedChanged).toEqual(['grade.sh']);
     expect(result.reason).toBe('the agent changed protected paths: grade.sh');

@@ -273,16 +273,10 @@ describe('an agent that fails', () => {
       /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, the last with the agent wrote no usage file, .*run the agent by hand/,
     );
     expect(retryStopped(s)?.episodes).toHaveLength(4);
-    // One that reported what it spent too: whatever it did (a CLI waiting for approval to edit, ideas
-    // tried and reverted), four fresh contexts that ended by themselves kept nothing; its words say which.
-    const measured = idle({
-      spentBasis: undefined,
-      spent: 2,
-      note: 'its final message, changing nothing: "May I edit?"',
-    });
-    expect(stopReason(opening(5, [measured, measured, measured, measured], false))?.message).toContain(
-      'the last with its final message, changing nothing: "May I edit?", so the run stopped',
-    );
+    // An agent that reported what it spent may have tried ideas and kept none, or had too small an
+    // allowance to try one: the run goes on (and ends with exit 1 if nothing ever changes, nothingDone).
+    const measured = idle({ spentBasis: undefined, spent: 2 });
+    expect(stopReason(opening(5, [measured, measured, measured, measured], false))).toBeNull();
     // One branch that worked is enough: an agent that can work may well leave some rounds as they were.
     expect(stopReason(opening(5, [idle(), idle(), idle({ unchanged: undefined }), idle()], false))).toBeNull();
     expect(stopReason(serial([idle(), idle(), idle()]))).toBeNull();
