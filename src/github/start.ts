@@ -11,6 +11,7 @@ import { mixSeed } from '../core/rng.js';
 import { overridesInText, parseOverrides, type RunOverrides } from '../core/run-overrides.js';
 import { remember, seenAny } from '../core/seen-events.js';
 import { newRunState, type RunState } from '../core/state.js';
+import { haltsOnGitHub, runStop } from '../core/stop.js';
 import { visibleText } from '../core/text.js';
 import { workerDrift, workerDriftText } from '../core/worker-drift.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
@@ -276,7 +277,10 @@ export async function runsPerRepo(api: GitHubApi, config: Config, self: string, 
       if (e instanceof RecordError) continue;
       throw e;
     }
-    if (stored && !stored.files.stopped && stored.state.status !== 'finished') running.push(run);
+    // A run stopped by a person, or halted by its own stop (it waits for a resume, which checks
+    // this limit again), runs nothing: it takes no other run's turn.
+    const halted = stored && haltsOnGitHub(runStop(stored.state), stored.files.baseGrade === 'done');
+    if (stored && !stored.files.stopped && !halted && stored.state.status !== 'finished') running.push(run);
     if (running.length >= config.limits.runs_per_repo) break;
   }
   return runsPerRepoProblem(config, running, again);

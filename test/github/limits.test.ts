@@ -158,6 +158,25 @@ describe('limits.runs_per_repo', () => {
     expect(h.gh.dispatches.length).toBeGreaterThan(dispatched);
   });
 
+  it("a run its own stop halted takes no other run's turn: a new run starts, and the halted one resumes within the limit", async () => {
+    // Every job of issue 7's opening round ends without a result: the run halts, waiting for a
+    // resume, and nothing of it runs. It once held the only slot for good (found by a review).
+    const h = await oneRunAtOnce();
+    await h.label(7);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toMatch(/\*\*Status:\*\* stopped: the worker jobs of/);
+    await h.label(8);
+    expect(h.runFiles('issue-8')?.stopped).toBe(false);
+    expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => c.body)).not.toContainEqual(
+      expect.stringMatching(/already running in this repository/),
+    );
+    // While issue 8 runs, the halted run's resume waits its turn.
+    await h.comment(7, '/autoresearch resume');
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toMatch(
+      /^forkflush did not resume the run: 1 run is already running in this repository \(issue-8\)/,
+    );
+  });
+
   it('by default three run at once', async () => {
     const h = await new Harness().load();
     for (const issue of [1, 2, 3, 4]) await h.label(issue);
