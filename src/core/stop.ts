@@ -240,11 +240,12 @@ function overranIdle(e: Episode): boolean {
 }
 
 /**
- * Crashes that repeat: every branch of the first fork round (two at least), or the last
- * CRASH_STREAK episodes with a result (by round and branch; setup failures, whose agent never
- * ran, are passed over), crashed without changing the workspace. The first fork round is judged
- * whole: its branches run at once and finish in any order, so a streak inside it would depend on
- * which finished first. A streak ends at the first episode still running: those after it are
+ * Crashes that repeat: every branch of the first fork round or of a round after the plan (two at
+ * least), or the last CRASH_STREAK episodes with a result (by round and branch; setup failures,
+ * whose agent never ran, are passed over), crashed without changing the workspace. Those rounds
+ * are judged whole: their branches run at once and finish in any order, so a streak inside one
+ * would depend on which finished first; and a night's round (schedule.nightly) whose every job
+ * failed would fail alike the next night. A streak ends at the first episode still running: those after it are
  * not "in a row". Only while the last of them is in the open round: a stop comes before its
  * round is decided. While no episode of the run has changed the workspace at all, a clean end
  * that reported no usage counts too (neverWorked), and an overrun that changed nothing
@@ -258,10 +259,11 @@ function crashedRun(state: RunState, open: Round): Cause | null {
   const stopFor = (episodes: Episode[], where: string) =>
     crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
-  if (firstFork === open && open.episodes.length > 1) {
+  if ((firstFork === open || open.extra) && open.episodes.length > 1) {
     const branches = open.episodes.filter((e) => !setupFailed(e));
+    const which = firstFork === open ? 'the first fork round' : `round ${open.index}, after the plan`;
     if (branches.length > 0 && open.episodes.every((e) => e.result) && branches.every(idle))
-      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(', ')})`);
+      return stopFor(branches, `every branch of ${which} (${branches.map((e) => e.id).join(', ')})`);
     return null;
   }
   const all = allEpisodes(state);

@@ -187,6 +187,31 @@ describe('overnight: the nightly rounds', () => {
     ).toContain('has commits forkflush did not make');
   });
 
+  it('a round whose every job ended without a result stops the run that night: no green check, no round the next night', async () => {
+    // An agent's key that expired, Actions' billing: the night's two branches are fewer than
+    // CRASH_STREAK, and such a round was decided, the run "finished" with a green check and the
+    // next night spent another round alike (core/stop.ts crashedRun; found by a review).
+    const h = await finishedNightlyRun();
+    const checks = () => h.gh.checkRuns.filter((c) => c.name === 'forkflush');
+    const before = checks().length;
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    expect(h.openEpisodes(RUN)).toHaveLength(2);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
+    const dispatched = h.gh.dispatches.length;
+    expect(
+      checks()
+        .slice(before)
+        .map((c) => c.conclusion),
+    ).not.toContain('success');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toMatch(
+      /\*\*Status:\*\* stopped: the worker jobs of every branch of round \d+, after the plan \(/,
+    );
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock).catch(() => {});
+    expect(h.gh.dispatches).toHaveLength(dispatched);
+  });
+
   it('a tick that reaches a run late (after the repositories before it) gives its round its full deadline', async () => {
     const h = await finishedNightlyRun();
     // The tick began at 03:00; after the repositories before this one (writes are throttled to
