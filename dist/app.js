@@ -53394,6 +53394,235 @@ function overridesInText(text) {
   return m?.[1] ?? null;
 }
 
+// src/core/versions.ts
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+
+// src/core/stop.ts
+function stop(code, text) {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+}
+function stopReason(state) {
+  return cause(state)?.stop ?? null;
+}
+function cause(state) {
+  const c = stopCause(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open2) return c;
+  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const [used, bound, which] = open2.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
+  if (used + again <= bound * (1 + 1e-9)) return c;
+  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
+}
+function stopCause(state) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (open2) {
+    const failed = open2.episodes.filter((e) => stoppingFailure(e.result) !== null);
+    const first = failed[0];
+    if (first) {
+      const f = stoppingFailure(first.result);
+      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
+      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+    }
+    const crashed = crashedRun(state, open2);
+    if (crashed) return crashed;
+    if (open2.episodes.length > 0 && open2.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open2, state.config.setup.commands.length > 0), retry: open2.episodes };
+  }
+  return noScoreYet(state);
+}
+function noScoreYet(state) {
+  if (!state.rounds[0]?.decision) return null;
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
+  const base = state.base.score;
+  if (base !== null && decided.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(decided.map((e) => e.result?.reason ?? "no reason given"))];
+  const quoted = (q) => reasons.slice(0, 3).map(q).join("; ");
+  const text = base === null ? (q) => `neither the initial workspace nor any episode of the opening round got a score (${quoted(q)}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}` : (q) => `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
+  return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+var UNRECORDED = "the workspace could not be recorded";
+function noScoreFix(episodes, reasons) {
+  if (episodes.every((e) => (e.result?.protectedChanged.length ?? 0) > 0))
+    return "the agent changes what grader.protected keeps every time: say in the task that it must not, or take the path out of grader.protected if the agent may change it, then start a new run";
+  if (reasons.every((r) => r.startsWith(UNRECORDED)))
+    return "keep what the agent makes that git cannot take (a file over its size limit, a special file) out of the workspace (.gitignore it, or tell the agent in the task), then start a new run";
+  return `run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run${judgeHint(reasons)}`;
+}
+var JUDGE_HINTS = [
+  [
+    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
+    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
+    "the judge's grader has no network unless grader.network: true"
+  ],
+  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
+  [
+    /\bis not set\b|unbound variable|KeyError|environment variable/i,
+    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
+  ],
+  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
+  [
+    /cannot open|No such file|ENOENT|not found/i,
+    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
+  ]
+];
+function judgeHint(reasons) {
+  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
+  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
+}
+function stoppingFailure(r) {
+  if (!r) return null;
+  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
+  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
+}
+function agentFailed(e, f) {
+  const fix = f.fix ?? GENERIC_FIX[f.kind];
+  if (f.kind === "cli") {
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+    return stop(
+      2,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
+    );
+  }
+  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
+  return stop(
+    2,
+    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
+  );
+}
+function crashedIdle(e) {
+  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
+}
+function neverWorked(e) {
+  const r = e.result;
+  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
+}
+function overranIdle(e) {
+  const r = e.result;
+  return r?.exit === "budget" && r.unchanged === true && r.spent > 2 * e.allowance;
+}
+function crashedRun(state, open2) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
+  const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
+  const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
+  const firstFork = state.rounds.find((r) => r.kind === "fork");
+  if ((firstFork === open2 || open2.extra) && open2.episodes.length > 1) {
+    const branches = open2.episodes.filter((e) => !setupFailed(e));
+    const which = firstFork === open2 ? "the first fork round" : `round ${open2.index}, after the plan`;
+    if (branches.length > 0 && open2.episodes.every((e) => e.result) && branches.every(idle))
+      return stopFor(branches, `every branch of ${which} (${branches.map((e) => e.id).join(", ")})`);
+    return null;
+  }
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
+  const streak = [];
+  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
+  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
+}
+function crashStop(crashed, where, open2, agentTimeout, noWork) {
+  const last = crashed.at(-1)?.result;
+  if (crashed.every(overranIdle)) {
+    const e = crashed.at(-1);
+    return {
+      stop: stop(
+        2,
+        () => `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run`
+      ),
+      retry: null
+    };
+  }
+  if (crashed.every((e) => gaveNoResult(e.result))) {
+    return {
+      stop: stop(
+        2,
+        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
+      ),
+      retry: crashed.filter((e) => e.round === open2.index)
+    };
+  }
+  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
+  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const yet = noWork ? ", and no episode of the run has changed it," : ",";
+  return {
+    stop: stop(
+      2,
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+    ),
+    retry: crashed.filter((e) => e.round === open2.index)
+  };
+}
+var NO_RESULT_FIX = "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run";
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files (a CLI waiting for approval to edit does not): after a fix outside the config (the CLI, its login) resume the run; one to agent.command, agent.args or the task needs a new run";
+var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
+var RESUME = "resume the run: its round runs again";
+function everySetupFailed(round, hasCommands) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return stop(
+    2,
+    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  );
+}
+function stopBefore(state, next) {
+  const s = stopReason(state);
+  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
+}
+function haltsOnGitHub(s, baseSettled) {
+  return s !== null && (s.code === 2 || baseSettled && s.graderScoredNothing === true);
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== "finished" || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+function retryStopped(state) {
+  if (state.status === "finished") return null;
+  const c = cause(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open2) return null;
+  const ids = new Set(c.retry.map((e) => e.id));
+  const cleared = open2.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
+    episodes: c.retry
+  };
+}
+function withoutResult({ result, ...e }) {
+  const spent2 = result?.spent ?? 0;
+  if (!(spent2 > 0)) return e;
+  return {
+    ...e,
+    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
+    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
+  };
+}
+
 // src/core/worker-drift.ts
 var import_yaml6 = __toESM(require_dist2(), 1);
 var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
@@ -53885,228 +54114,6 @@ async function protectedProblem(api, state, files, sha2, commit) {
     return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
   }
   return null;
-}
-
-// src/core/versions.ts
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-
-// src/core/stop.ts
-function stop(code, text) {
-  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
-}
-function stopReason(state) {
-  return cause(state)?.stop ?? null;
-}
-function cause(state) {
-  const c = stopCause(state);
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (!c?.retry || c.retry.length === 0 || !open2) return c;
-  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
-  const [used, bound, which] = open2.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
-  if (used + again <= bound * (1 + 1e-9)) return c;
-  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
-  return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
-}
-function stopCause(state) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (open2) {
-    const failed = open2.episodes.filter((e) => stoppingFailure(e.result) !== null);
-    const first = failed[0];
-    if (first) {
-      const f = stoppingFailure(first.result);
-      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
-      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
-    }
-    const crashed = crashedRun(state, open2);
-    if (crashed) return crashed;
-    if (open2.episodes.length > 0 && open2.episodes.every(setupFailed))
-      return { stop: everySetupFailed(open2, state.config.setup.commands.length > 0), retry: open2.episodes };
-  }
-  const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
-  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      stop: {
-        ...stop(
-          1,
-          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
-        ),
-        graderScoredNothing: true
-      },
-      retry: null
-    };
-  }
-  return null;
-}
-var JUDGE_HINTS = [
-  [
-    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
-    "the judge's grader has no network unless grader.network: true"
-  ],
-  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
-  [
-    /\bis not set\b|unbound variable|KeyError|environment variable/i,
-    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
-  ],
-  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
-  [
-    /cannot open|No such file|ENOENT|not found/i,
-    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
-  ],
-  [
-    /last line is not a number|printed nothing on stdout/i,
-    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
-  ]
-];
-function judgeHint(reasons) {
-  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
-  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
-}
-function stoppingFailure(r) {
-  if (!r) return null;
-  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
-  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
-}
-function agentFailed(e, f) {
-  const fix = f.fix ?? GENERIC_FIX[f.kind];
-  if (f.kind === "cli") {
-    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
-    return stop(
-      2,
-      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
-    );
-  }
-  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
-  return stop(
-    2,
-    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
-  );
-}
-function crashedIdle(e) {
-  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
-}
-function neverWorked(e) {
-  const r = e.result;
-  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
-}
-function overranIdle(e) {
-  const r = e.result;
-  return r?.exit === "budget" && r.unchanged === true && r.spent > 2 * e.allowance;
-}
-function crashedRun(state, open2) {
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
-  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
-  const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
-  const firstFork = state.rounds.find((r) => r.kind === "fork");
-  if (firstFork === open2 && open2.episodes.length > 1) {
-    const branches = open2.episodes.filter((e) => !setupFailed(e));
-    if (branches.length > 0 && open2.episodes.every((e) => e.result) && branches.every(idle))
-      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
-    return null;
-  }
-  const all = allEpisodes(state);
-  const pending = all.findIndex((e) => !e.result);
-  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
-  const streak = [];
-  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
-  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
-  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
-}
-function crashStop(crashed, where, open2, agentTimeout, noWork) {
-  const last = crashed.at(-1)?.result;
-  if (crashed.every(overranIdle)) {
-    const e = crashed.at(-1);
-    return {
-      stop: stop(
-        2,
-        () => `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run`
-      ),
-      retry: null
-    };
-  }
-  if (crashed.every((e) => gaveNoResult(e.result))) {
-    return {
-      stop: stop(
-        2,
-        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
-      ),
-      retry: crashed.filter((e) => e.round === open2.index)
-    };
-  }
-  const words = last?.failure?.quote || last?.note || "it printed nothing";
-  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
-  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
-  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
-  const yet = noWork ? ", and no episode of the run has changed it," : ",";
-  return {
-    stop: stop(
-      2,
-      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
-    ),
-    retry: crashed.filter((e) => e.round === open2.index)
-  };
-}
-var NO_RESULT_FIX = "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run";
-var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
-var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
-var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round, hasCommands) {
-  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
-  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return stop(
-    2,
-    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  );
-}
-function stopBefore(state, next) {
-  const s = stopReason(state);
-  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
-}
-function haltsOnGitHub(s, baseSettled) {
-  return s !== null && (s.code === 2 || baseSettled && s.graderScoredNothing === true);
-}
-function runStop(state) {
-  if (state.status === "finished") return null;
-  return stopBefore(state, reconcile(state)[0]);
-}
-function budgetLeftUnspent(state) {
-  const { total, unit } = state.config.budget;
-  const used = spent(state);
-  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
-  const episodes = allEpisodes(state).filter((e) => e.result).length;
-  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
-  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
-}
-function sameScoreEverywhere(state) {
-  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
-  const score = state.base.score;
-  if (state.status !== "finished" || score === null || changed.length < 3) return null;
-  if (!changed.every((e) => e.result?.score === score)) return null;
-  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
-}
-function retryStopped(state) {
-  if (state.status === "finished") return null;
-  const c = cause(state);
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (!c?.retry || c.retry.length === 0 || !open2) return null;
-  const ids = new Set(c.retry.map((e) => e.id));
-  const cleared = open2.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
-  return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
-    episodes: c.retry
-  };
-}
-function withoutResult({ result, ...e }) {
-  const spent2 = result?.spent ?? 0;
-  if (!(spent2 > 0)) return e;
-  return {
-    ...e,
-    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
-    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
-  };
 }
 
 // src/core/report.ts
@@ -55298,7 +55305,8 @@ async function runsPerRepo(api, config3, self2, again) {
       if (e instanceof RecordError) continue;
       throw e;
     }
-    if (stored && !stored.files.stopped && stored.state.status !== "finished") running.push(run2);
+    const halted = stored && haltsOnGitHub(runStop(stored.state), stored.files.baseGrade === "done");
+    if (stored && !stored.files.stopped && !halted && stored.state.status !== "finished") running.push(run2);
     if (running.length >= config3.limits.runs_per_repo) break;
   }
   return runsPerRepoProblem(config3, running, again);

@@ -30917,26 +30917,32 @@ function stopCause(state) {
     if (open4.episodes.length > 0 && open4.episodes.every(setupFailed))
       return { stop: everySetupFailed(open4, state.config.setup.commands.length > 0), retry: open4.episodes };
   }
-  const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e) && !gaveNoResult(e.result)) ?? [];
-  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      stop: {
-        ...stop(
-          1,
-          (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
-        ),
-        graderScoredNothing: true
-      },
-      retry: null
-    };
-  }
-  return null;
+  return noScoreYet(state);
+}
+function noScoreYet(state) {
+  if (!state.rounds[0]?.decision) return null;
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
+  const base = state.base.score;
+  if (base !== null && decided.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(decided.map((e) => e.result?.reason ?? "no reason given"))];
+  const quoted = (q) => reasons.slice(0, 3).map(q).join("; ");
+  const text = base === null ? (q) => `neither the initial workspace nor any episode of the opening round got a score (${quoted(q)}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}` : (q) => `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
+  return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+var UNRECORDED = "the workspace could not be recorded";
+function noScoreFix(episodes, reasons) {
+  if (episodes.every((e) => (e.result?.protectedChanged.length ?? 0) > 0))
+    return "the agent changes what grader.protected keeps every time: say in the task that it must not, or take the path out of grader.protected if the agent may change it, then start a new run";
+  if (reasons.every((r) => r.startsWith(UNRECORDED)))
+    return "keep what the agent makes that git cannot take (a file over its size limit, a special file) out of the workspace (.gitignore it, or tell the agent in the task), then start a new run";
+  return `run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run${judgeHint(reasons)}`;
 }
 var JUDGE_HINTS = [
   [
-    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
+    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
+    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
     "the judge's grader has no network unless grader.network: true"
   ],
   [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
@@ -30995,10 +31001,11 @@ function crashedRun(state, open4) {
   const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
   const stopFor = (episodes, where) => crashStop(episodes, where, open4, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
-  if (firstFork === open4 && open4.episodes.length > 1) {
+  if ((firstFork === open4 || open4.extra) && open4.episodes.length > 1) {
     const branches = open4.episodes.filter((e) => !setupFailed(e));
+    const which = firstFork === open4 ? "the first fork round" : `round ${open4.index}, after the plan`;
     if (branches.length > 0 && open4.episodes.every((e) => e.result) && branches.every(idle))
-      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
+      return stopFor(branches, `every branch of ${which} (${branches.map((e) => e.id).join(", ")})`);
     return null;
   }
   const all = allEpisodes(state);
@@ -31044,7 +31051,7 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
   };
 }
 var NO_RESULT_FIX = "read those jobs' logs in Actions: the worker's token may lack a permission (contents: write), a job may have reached its timeout-minutes, the runner may have been lost or Actions refused to run (billing); fix that, then resume the run";
-var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files (a CLI waiting for approval to edit does not): after a fix outside the config (the CLI, its login) resume the run; one to agent.command, agent.args or the task needs a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round2, hasCommands) {
@@ -31070,8 +31077,8 @@ function nothingDone(state) {
   if (scored.length === 0) return "no episode got a score";
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
-  if (ran.every((e) => crashedIdle(e) || neverWorked(e)))
-    return "no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)";
+  if (ran.every((e) => e.result?.unchanged === true))
+    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
   return null;
 }
 function budgetLeftUnspent(state) {
@@ -32156,7 +32163,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir14, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -35692,6 +35699,8 @@ async function runSession(spec, agent, s) {
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join("; ");
   if (failure3) outcome.failure = failure3;
+  const words = exit === "finished" || exit === "budget" ? spec.finalMessage(r.stdout)?.trim().split("\n").at(-1) : null;
+  if (words) outcome.lastWords = words.trim().slice(0, 200);
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
@@ -37925,7 +37934,7 @@ import { join as join21 } from "node:path";
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile3, cp, mkdir as mkdir11, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
+import { appendFile as appendFile3, cp, mkdir as mkdir11, readdir as readdir10, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
@@ -38042,6 +38051,8 @@ var SetupCache = class {
   }
   dir;
   inflight = /* @__PURE__ */ new Map();
+  /** The entries episodes asked for since the last prune. */
+  wanted = /* @__PURE__ */ new Set();
   key(tree, config2, env) {
     const { commands, network } = config2.setup;
     const vars = Object.entries(env).sort(([a], [b]) => a < b ? -1 : 1);
@@ -38056,6 +38067,7 @@ var SetupCache = class {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key2, workspace) {
+    this.wanted.add(key2);
     const entry = join20(this.dir, key2);
     const manifest = await readFile5(join20(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
@@ -38091,6 +38103,17 @@ var SetupCache = class {
     } finally {
       this.inflight.delete(key2);
     }
+  }
+  /**
+   * Removes every entry no episode asked for since the last prune (`all`: every entry), and what
+   * an interrupted keep left. Called between rounds, with no setup running: a round's episodes
+   * start from one base, the next round's from its winner (a new tree) or the same base again, so
+   * the entries of older bases would only fill the disk, one copy of setup's output per round.
+   */
+  async prune(all = false) {
+    const names = await readdir10(this.dir).catch(() => []);
+    for (const name2 of names) if (all || !this.wanted.has(name2)) await removeTree(join20(this.dir, name2));
+    this.wanted.clear();
   }
   async keep(key2, episode2, paths, workspace) {
     const entry = join20(this.dir, key2);
@@ -38434,7 +38457,7 @@ async function recordStep(job, b, excludes) {
     excludes
   ).catch(async (e) => {
     if (b.interrupt.aborted || await diskFull(e, [job.scratchDir, places.workspace])) throw e;
-    unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
+    unrecorded = `${UNRECORDED} (${e.message.split("\n")[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
     return baseSnapshot(job.own, snapshotIndex, episode2.base);
   });
   addCleaned(b.swept, snap.cleaned);
@@ -38496,6 +38519,7 @@ function resultOf2(job, r) {
   const cleaned = cleanedNote(r.ran.removed);
   const note = plainText(
     [
+      ...r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : [],
       ...job.notes ?? [],
       ...r.start.note ? [r.start.note] : [],
       ...outcome.note ? [outcome.note] : [],
@@ -38622,7 +38646,9 @@ async function driveLocked(initial, options) {
     const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
     const ended = await d.runEpisodes(roundOf2(d.state, first.round).episodes.filter((e) => ids.has(e.id)));
     if (ended) return ended;
+    await d.setupCache.prune();
   }
+  await d.setupCache.prune(true);
   await writeReports(d.o.store, d.state);
   d.emit({ type: "finished", state: d.state });
   return { state: d.state, interrupted: false };
@@ -38821,7 +38847,7 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir13, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir14, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
@@ -38830,11 +38856,11 @@ import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpat
 import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir13, readdir as readdir10, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
+import { link, mkdir as mkdir13, readdir as readdir11, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
 import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
-  if (await readdir10(dir).catch(() => null) !== null) return { dir };
+  if (await readdir11(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
     await rm13(partial2, { recursive: true, force: true });
@@ -38857,7 +38883,7 @@ async function dropRoundObjects(root, round2) {
 }
 async function linkTree(from, to, objects) {
   await mkdir13(to, { recursive: true });
-  const entries = await readdir10(from, { withFileTypes: true }).catch((e) => {
+  const entries = await readdir11(from, { withFileTypes: true }).catch((e) => {
     if (e.code === "ENOENT") return [];
     throw e;
   });
@@ -39100,12 +39126,12 @@ import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm14 } from "node:f
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
-import { readdir as readdir11, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { readdir as readdir12, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
 import { join as join25, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
-  const entries = await readdir11(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  const entries = await readdir12(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join25(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
@@ -39143,7 +39169,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir12, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39159,7 +39185,7 @@ var RunStore = class _RunStore {
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir12(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir13(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
@@ -39212,15 +39238,22 @@ var RunStore = class _RunStore {
   }
   /**
    * Takes the run for this process: two processes driving one run would reset each other's
-   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
+   * worktrees. A lock left by a process that is gone is taken over. Returns the release. This
+   * process may take it again while it holds it (a drive inside `driveRun`'s hold across an
+   * outage wait): the file goes with the last release.
    */
   async lock() {
     const file2 = this.path("lock");
+    const holds = heldLocks.get(file2) ?? 0;
+    if (holds > 0) {
+      heldLocks.set(file2, holds + 1);
+      return once(async () => this.release(file2));
+    }
     for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
         await writeFile14(file2, `${process.pid} ${startTime(process.pid) ?? ""}`.trim(), { flag: "wx" });
-        return () => unlink2(file2).catch(() => {
-        });
+        heldLocks.set(file2, 1);
+        return once(async () => this.release(file2));
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
         const pid = holder(await readFile9(file2, "utf8").catch(() => ""));
@@ -39235,6 +39268,13 @@ var RunStore = class _RunStore {
     }
     throw new UserError(`could not take the lock ${file2}`);
   }
+  async release(file2) {
+    const holds = (heldLocks.get(file2) ?? 1) - 1;
+    if (holds > 0) return void heldLocks.set(file2, holds);
+    heldLocks.delete(file2);
+    await unlink2(file2).catch(() => {
+    });
+  }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
     return holder(await readFile9(this.path("lock"), "utf8").catch(() => ""));
@@ -39245,6 +39285,11 @@ var RunStore = class _RunStore {
     return file2;
   }
 };
+var heldLocks = /* @__PURE__ */ new Map();
+function once(f2) {
+  let done = null;
+  return () => done ??= f2();
+}
 function holder(lock) {
   const [pid, start2] = lock.trim().split(" ");
   const n = Number(pid);
@@ -39941,7 +39986,7 @@ async function copyTask(taskDir, repo) {
 }
 async function copyTaskFiles(taskDir, to) {
   await mkdir18(to, { recursive: true });
-  for (const entry of await readdir13(taskDir)) {
+  for (const entry of await readdir14(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
     await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true });
   }
@@ -40276,7 +40321,7 @@ async function runCompare(o) {
 }
 async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir14(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir15(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   const done = [];
   for (const name2 of names) {
@@ -41227,7 +41272,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir15, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
 import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -41384,7 +41429,7 @@ async function keepLog(s, call, log) {
   return kept;
 }
 async function readOnly(dir) {
-  const entries = await readdir15(dir, { withFileTypes: true });
+  const entries = await readdir16(dir, { withFileTypes: true });
   for (const e of entries) {
     const path = join35(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
@@ -41516,7 +41561,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir16, readFile as readFile14, stat as stat12 } from "node:fs/promises";
+import { readdir as readdir17, readFile as readFile14, stat as stat12 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -41527,7 +41572,7 @@ async function findTarget(taskDir, o) {
       throw new UserError(`no run ${o.run} in ${taskDir}; runs: ${runIds.join(", ") || "none yet"}`);
     return runTarget(taskDir, o.run);
   }
-  const names = (await readdir16(root).catch(() => [])).sort();
+  const names = (await readdir17(root).catch(() => [])).sort();
   const compares2 = [];
   for (const n of names) if (await stat12(join36(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
@@ -42138,7 +42183,7 @@ function sandboxLine(open4) {
 async function driveRun(open4, io) {
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
-  const once = () => drive(open4.state, {
+  const once2 = () => drive(open4.state, {
     store: open4.store,
     forge: open4.forge,
     info: open4.info,
@@ -42149,8 +42194,9 @@ async function driveRun(open4, io) {
     ...io.sleep ? { sleep: io.sleep } : {}
   });
   let result;
+  const release2 = await open4.store.lock();
   try {
-    result = await once();
+    result = await once2();
     for (const minutes of OUTAGE_WAIT_MINUTES) {
       if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
       open4.state = result.state;
@@ -42161,8 +42207,9 @@ forkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop n
 `
       );
       await (io.sleep ?? abortableSleep)(minutes * 6e4, io.signal ?? new AbortController().signal);
-      if (io.signal?.aborted || await retryStop(open4) === null) break;
-      result = await once();
+      if (io.signal?.aborted) break;
+      await retryStop(open4);
+      result = await once2();
     }
   } catch (e) {
     const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
@@ -42180,6 +42227,7 @@ the run is saved: after the fix, continue it with ${continueWith}`;
     throw e;
   } finally {
     view.close();
+    await release2();
   }
   open4.state = result.state;
   if (result.stopped) {
@@ -42454,7 +42502,8 @@ async function statusCommand(dir, p, io) {
 `);
     return 0;
   }
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
+  const waiting = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : "";
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}${waiting}` : stop3 ? ", stopped" : ", interrupted";
   io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);
