@@ -1,6 +1,7 @@
 // `forkflush run [DIR]`: starts a run (or checks one, --dry-run) and drives it to its end.
+
+import { judgeHint } from '../core/judge-hints.js';
 import { planTable, widthText } from '../core/plan.js';
-import { judgeHint } from '../core/stop.js';
 import { startRun } from '../local/start.js';
 import type { Parsed } from './args.js';
 import { driveRun, sandboxLine } from './drive.js';

@@ -18,6 +18,7 @@
 // A fix to the config needs a new run.
 import { spent } from './budget.js';
 import { FAILURE_WHAT, GENERIC_FIX, isTransient, resumableFailure } from './failure.js';
+import { judgeHint } from './judge-hints.js';
 import { AGENT_TRIES, CRASH_STREAK } from './method.js';
 import type { Action } from './reconcile.js';
 import { reconcile } from './reconcile.js';
@@ -149,35 +150,6 @@ function noScoreFix(episodes: Episode[], reasons: string[]): string {
       '(.gitignore it, or tell the agent in the task), then start a new run'
     );
   return `run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run${judgeHint(reasons)}`;
-}
-
-/** What differs in the judge from a grader run by hand, where the reasons point at it. */
-const JUDGE_HINTS: [RegExp, string][] = [
-  [
-    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
-    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
-    "the judge's grader has no network unless grader.network: true",
-  ],
-  [/not a git repository/i, 'the judge grades a checkout of the commit without .git: the grader cannot run git there'],
-  [
-    /\bis not set\b|unbound variable|KeyError|environment variable/i,
-    'the grader gets only the basics (PATH, locale, proxies) and what grader.env lists',
-  ],
-  [/timed out after/i, 'grader.timeout is the limit, with the branches graded side by side'],
-  [
-    /cannot open|No such file|ENOENT|not found/i,
-    'the judge has only the committed files (none that .gitignore leaves out) and no home folder',
-  ],
-  [
-    /last line is not a number|printed nothing on stdout/i,
-    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"',
-  ],
-];
-
-/** What differs where the grader runs, for these reasons of its failures: " (as it runs there: ...)", or "". */
-export function judgeHint(reasons: string[]): string {
-  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
-  return hints.length > 0 ? ` (as it runs there: ${hints.join('; ')})` : '';
 }
 
 /**

@@ -103,24 +103,9 @@ describe('stopReason', () => {
       'keep what the agent makes that git cannot take',
     );
     // Serially: the first CRASH_STREAK decided episodes, not before.
-    let single = newRunState({
-      id: 't',
-      seed: 1,
-      config: config('strategy: single-run'),
-      baseCommit: 'base',
-      baseScore: 5,
-    });
-    for (let i = 0; i < CRASH_STREAK; i++) {
-      expect(stopReason(single)).toBeNull();
-      const [open] = reconcile(single);
-      if (open?.type !== 'open') throw new Error('expected open');
-      single = applyOpen(single, open.round);
-      single = applyResult(single, open.round.episodes[0]?.id as string, result(null, 1, noScore(judge)));
-      const [d] = reconcile(single);
-      if (d?.type !== 'decide') throw new Error('expected decide');
-      single = applyDecision(single, d.round, d.decision);
-    }
-    expect(stopReason(single)?.message).toContain(`none of the ${CRASH_STREAK} episodes since did`);
+    const unscored = Array.from({ length: CRASH_STREAK }, () => noScore(judge));
+    expect(stopReason(singleRun(unscored.slice(1)))).toBeNull();
+    expect(stopReason(singleRun(unscored))?.message).toContain(`none of the ${CRASH_STREAK} episodes since did`);
   });
 });
 
@@ -155,6 +140,21 @@ const crashed = (extra: Partial<EpisodeResult> = {}): Partial<EpisodeResult> => 
 });
 
 /** The run carried on through serial episodes with these results (the opening round decided first). */
+/** A single-run lineage from an initial workspace scored 5: one episode a round, each decided unless a stop came first. */
+function singleRun(results: Partial<EpisodeResult>[]): RunState {
+  let s = newRunState({ id: 't', seed: 1, config: config('strategy: single-run'), baseCommit: 'base', baseScore: 5 });
+  for (const r of results) {
+    if (stopReason(s) !== null) break;
+    const [open] = reconcile(s);
+    if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
+    s = applyOpen(s, open.round);
+    for (const e of open.round.episodes) s = applyResult(s, e.id, result(5, 24, r));
+    const [d] = reconcile(s);
+    if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
+  }
+  return s;
+}
+
 function serial(results: Partial<EpisodeResult>[]): RunState {
   let s = opening(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]);
   for (const r of results) {
@@ -281,21 +281,7 @@ describe('an agent that fails', () => {
     expect(stopReason(opening(5, [idle(), idle(), idle({ unchanged: undefined }), idle()], false))).toBeNull();
     expect(stopReason(serial([idle(), idle(), idle()]))).toBeNull();
     // A single-run lineage (no fork round): the first three in a row.
-    let single = newRunState({
-      id: 't',
-      seed: 1,
-      config: config('strategy: single-run'),
-      baseCommit: 'base',
-      baseScore: 5,
-    });
-    for (let i = 0; i < 3 && stopReason(single) === null; i++) {
-      const [open] = reconcile(single);
-      if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
-      single = applyOpen(single, open.round);
-      for (const e of open.round.episodes) single = applyResult(single, e.id, result(5, 24, idle()));
-      const [d] = reconcile(single);
-      if (d?.type === 'decide' && stopReason(single) === null) single = applyDecision(single, d.round, d.decision);
-    }
+    const single = singleRun([idle(), idle(), idle()]);
     expect(stopReason(single)?.message).toContain('ended without changing the workspace in 3 episodes in a row');
   });
 
