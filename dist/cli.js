@@ -30878,6 +30878,33 @@ function setupWarnings(config2, smallest) {
   ];
 }
 
+// src/core/judge-hints.ts
+var JUDGE_HINTS = [
+  [
+    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
+    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
+    "the judge's grader has no network unless grader.network: true"
+  ],
+  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
+  [
+    /\bis not set\b|unbound variable|KeyError|environment variable/i,
+    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
+  ],
+  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
+  [
+    /cannot open|No such file|ENOENT|not found/i,
+    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ],
+  [
+    /last line is not a number|printed nothing on stdout/i,
+    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
+  ]
+];
+function judgeHint(reasons) {
+  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
+  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
+}
+
 // src/core/versions.ts
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 
@@ -30938,31 +30965,6 @@ function noScoreFix(episodes, reasons) {
   if (reasons.every((r) => r.startsWith(UNRECORDED)))
     return "keep what the agent makes that git cannot take (a file over its size limit, a special file) out of the workspace (.gitignore it, or tell the agent in the task), then start a new run";
   return `run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run${judgeHint(reasons)}`;
-}
-var JUDGE_HINTS = [
-  [
-    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
-    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
-    "the judge's grader has no network unless grader.network: true"
-  ],
-  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
-  [
-    /\bis not set\b|unbound variable|KeyError|environment variable/i,
-    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
-  ],
-  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
-  [
-    /cannot open|No such file|ENOENT|not found/i,
-    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
-  ],
-  [
-    /last line is not a number|printed nothing on stdout/i,
-    'the score is the last line of its stdout: a bare number, or JSON with a numeric "score"'
-  ]
-];
-function judgeHint(reasons) {
-  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
-  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
 }
 function stoppingFailure(r) {
   if (!r) return null;
