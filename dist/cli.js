@@ -42183,6 +42183,7 @@ function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
 async function driveRun(open4, io) {
+  const release2 = await open4.store.lock();
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
   const once2 = () => drive(open4.state, {
@@ -42196,7 +42197,6 @@ async function driveRun(open4, io) {
     ...io.sleep ? { sleep: io.sleep } : {}
   });
   let result;
-  const release2 = await open4.store.lock();
   try {
     result = await once2();
     for (const minutes of OUTAGE_WAIT_MINUTES) {

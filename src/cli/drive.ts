@@ -26,6 +26,9 @@ export function sandboxLine(open: OpenRun): string {
 
 /** Drives the open run until it finishes, stops or is interrupted; its exit code. */
 export async function driveRun(open: OpenRun, io: Io): Promise<number> {
+  // Held across the outage waits too: the run is this process's till it ends (status says so, a
+  // resume is refused), and each drive inside takes it again. Taken before the view's timer starts.
+  const release = await open.store.lock();
   const start = Date.now();
   const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
   const once = () =>
@@ -40,9 +43,6 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       ...(io.sleep ? { sleep: io.sleep } : {}),
     });
   let result: Awaited<ReturnType<typeof drive>>;
-  // Held across the outage waits too: the run is this process's till it ends (status says so, a
-  // resume is refused), and each drive inside takes it again.
-  const release = await open.store.lock();
   try {
     result = await once();
     // A provider's outage at night is waited out: the run goes on by itself, a few times, before it ends.
