@@ -38107,14 +38107,14 @@ var SetupCache = class {
     }
   }
   /**
-   * Removes every entry no episode asked for since the last prune (`all`: every entry), and what
-   * an interrupted keep left. Called between rounds, with no setup running: a round's episodes
-   * start from one base, the next round's from its winner (a new tree) or the same base again, so
-   * the entries of older bases would only fill the disk, one copy of setup's output per round.
+   * Removes every entry no episode asked for since the last prune, and what an interrupted keep
+   * left. Called after each round's episodes, with no setup running: a round's episodes start
+   * from one base, the next round's from its winner (a new tree) or the same base again, so the
+   * entries of older bases would only fill the disk, one copy of setup's output per round.
    */
-  async prune(all = false) {
+  async prune() {
     const names = await readdir10(this.dir).catch(() => []);
-    for (const name2 of names) if (all || !this.wanted.has(name2)) await removeTree(join20(this.dir, name2));
+    for (const name2 of names) if (!this.wanted.has(name2)) await removeTree(join20(this.dir, name2));
     this.wanted.clear();
   }
   async keep(key2, episode2, paths, workspace) {
@@ -38650,7 +38650,6 @@ async function driveLocked(initial, options) {
     if (ended) return ended;
     await d.setupCache.prune();
   }
-  await d.setupCache.prune(true);
   await writeReports(d.o.store, d.state);
   d.emit({ type: "finished", state: d.state });
   return { state: d.state, interrupted: false };
@@ -42183,36 +42182,15 @@ function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
 async function driveRun(open4, io) {
-  const release2 = await open4.store.lock();
-  const start2 = Date.now();
-  const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
-  const once2 = () => drive(open4.state, {
-    store: open4.store,
-    forge: open4.forge,
-    info: open4.info,
-    isolation: open4.isolation,
-    onEvent: (e) => view.onEvent(e),
-    ...io.signal ? { signal: io.signal } : {},
-    ...io.env ? { env: io.env } : {},
-    ...io.sleep ? { sleep: io.sleep } : {}
-  });
+  let release2;
+  let view;
   let result;
   try {
-    result = await once2();
-    for (const minutes of OUTAGE_WAIT_MINUTES) {
-      if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
-      open4.state = result.state;
-      io.stderr.write(
-        `
-forkflush: ${result.stopped.message}
-forkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)
-`
-      );
-      await (io.sleep ?? abortableSleep)(minutes * 6e4, io.signal ?? new AbortController().signal);
-      if (io.signal?.aborted) break;
-      await retryStop(open4);
-      result = await once2();
-    }
+    release2 = await open4.store.lock();
+    const start2 = Date.now();
+    const shown = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
+    view = shown;
+    result = await driveThroughOutages(open4, io, (e) => shown.onEvent(e));
   } catch (e) {
     const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
     const full = await diskFull(e, [open4.store.path()]);
@@ -42228,8 +42206,8 @@ then: ${continueWith}
 the run is saved: after the fix, continue it with ${continueWith}`;
     throw e;
   } finally {
-    view.close();
-    await release2();
+    view?.close();
+    await release2?.();
   }
   open4.state = result.state;
   if (result.stopped) {
@@ -42261,6 +42239,34 @@ interrupted: finished episodes are saved. Continue with: forkflush resume ${open
     return 130;
   }
   return printResult(open4, io);
+}
+async function driveThroughOutages(open4, io, onEvent) {
+  const once2 = () => drive(open4.state, {
+    store: open4.store,
+    forge: open4.forge,
+    info: open4.info,
+    isolation: open4.isolation,
+    onEvent,
+    ...io.signal ? { signal: io.signal } : {},
+    ...io.env ? { env: io.env } : {},
+    ...io.sleep ? { sleep: io.sleep } : {}
+  });
+  let result = await once2();
+  for (const minutes of OUTAGE_WAIT_MINUTES) {
+    if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
+    open4.state = result.state;
+    io.stderr.write(
+      `
+forkflush: ${result.stopped.message}
+forkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)
+`
+    );
+    await (io.sleep ?? abortableSleep)(minutes * 6e4, io.signal ?? new AbortController().signal);
+    if (io.signal?.aborted) break;
+    await retryStop(open4);
+    result = await once2();
+  }
+  return result;
 }
 async function automationChanged(repo, state) {
   const runs = await gitRunsFromTree(repo).catch(() => []);

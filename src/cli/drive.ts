@@ -10,7 +10,7 @@ import type { RunState } from '../core/state.js';
 import { budgetLeftUnspent, nothingDone, outageStop, retryStopped, sameScoreEverywhere } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { Git, gitRunsFromTree } from '../io/git.js';
-import { progressView } from '../local/progress.js';
+import { progressView, type RunEvent } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
 import { type OpenRun, retryStop } from '../local/start.js';
@@ -26,38 +26,17 @@ export function sandboxLine(open: OpenRun): string {
 
 /** Drives the open run until it finishes, stops or is interrupted; its exit code. */
 export async function driveRun(open: OpenRun, io: Io): Promise<number> {
-  // Held across the outage waits too: the run is this process's till it ends (status says so, a
-  // resume is refused), and each drive inside takes it again. Taken before the view's timer starts.
-  const release = await open.store.lock();
-  const start = Date.now();
-  const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
-  const once = () =>
-    drive(open.state, {
-      store: open.store,
-      forge: open.forge,
-      info: open.info,
-      isolation: open.isolation,
-      onEvent: (e) => view.onEvent(e),
-      ...(io.signal ? { signal: io.signal } : {}),
-      ...(io.env ? { env: io.env } : {}),
-      ...(io.sleep ? { sleep: io.sleep } : {}),
-    });
+  let release: (() => Promise<void>) | undefined;
+  let view: ReturnType<typeof progressView> | undefined;
   let result: Awaited<ReturnType<typeof drive>>;
   try {
-    result = await once();
-    // A provider's outage at night is waited out: the run goes on by itself, a few times, before it ends.
-    for (const minutes of OUTAGE_WAIT_MINUTES) {
-      if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
-      open.state = result.state;
-      io.stderr.write(
-        `\nforkflush: ${result.stopped.message}\nforkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)\n`,
-      );
-      await (io.sleep ?? abortableSleep)(minutes * 60_000, io.signal ?? new AbortController().signal);
-      if (io.signal?.aborted) break;
-      // The run as saved: the stopped episodes reopened, or (where it moved on meanwhile) as it is now.
-      await retryStop(open);
-      result = await once();
-    }
+    // Held across the outage waits too: the run is this process's till it ends (status says so, a
+    // resume is refused), and each drive inside takes it again. Taken before the view's timer starts.
+    release = await open.store.lock();
+    const start = Date.now();
+    const shown = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
+    view = shown;
+    result = await driveThroughOutages(open, io, (e) => shown.onEvent(e));
   } catch (e) {
     // What failed unforeseen is the run's end for now, not its loss: every finished episode is saved.
     const continueWith = `forkflush resume ${open.info.taskDir} --run ${open.state.id}`;
@@ -70,8 +49,8 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       e.message += `\nthe run is saved: after the fix, continue it with ${continueWith}`;
     throw e;
   } finally {
-    view.close();
-    await release();
+    view?.close();
+    await release?.();
   }
   open.state = result.state;
   if (result.stopped) {
@@ -99,6 +78,35 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
     return 130;
   }
   return printResult(open, io);
+}
+
+/** Drives the run, and again after each outage wait: a provider's outage at night is waited out, a few times, before the run ends. */
+async function driveThroughOutages(open: OpenRun, io: Io, onEvent: (e: RunEvent) => void) {
+  const once = () =>
+    drive(open.state, {
+      store: open.store,
+      forge: open.forge,
+      info: open.info,
+      isolation: open.isolation,
+      onEvent,
+      ...(io.signal ? { signal: io.signal } : {}),
+      ...(io.env ? { env: io.env } : {}),
+      ...(io.sleep ? { sleep: io.sleep } : {}),
+    });
+  let result = await once();
+  for (const minutes of OUTAGE_WAIT_MINUTES) {
+    if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
+    open.state = result.state;
+    io.stderr.write(
+      `\nforkflush: ${result.stopped.message}\nforkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)\n`,
+    );
+    await (io.sleep ?? abortableSleep)(minutes * 60_000, io.signal ?? new AbortController().signal);
+    if (io.signal?.aborted) break;
+    // The run as saved: the stopped episodes reopened, or (where it moved on meanwhile) as it is now.
+    await retryStop(open);
+    result = await once();
+  }
+  return result;
 }
 
 /** Files that run without anyone asking (CI of any forge, git hooks and their managers, submodules, git attributes) the best branch changes. */

@@ -76,8 +76,6 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     if (ended) return ended;
     await d.setupCache.prune();
   }
-  // No episode of a finished run starts again.
-  await d.setupCache.prune(true);
   await writeReports(d.o.store, d.state);
   d.emit({ type: 'finished', state: d.state });
   return { state: d.state, interrupted: false };

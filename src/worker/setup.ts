@@ -275,14 +275,14 @@ export class SetupCache {
   }
 
   /**
-   * Removes every entry no episode asked for since the last prune (`all`: every entry), and what
-   * an interrupted keep left. Called between rounds, with no setup running: a round's episodes
-   * start from one base, the next round's from its winner (a new tree) or the same base again, so
-   * the entries of older bases would only fill the disk, one copy of setup's output per round.
+   * Removes every entry no episode asked for since the last prune, and what an interrupted keep
+   * left. Called after each round's episodes, with no setup running: a round's episodes start
+   * from one base, the next round's from its winner (a new tree) or the same base again, so the
+   * entries of older bases would only fill the disk, one copy of setup's output per round.
    */
-  async prune(all = false): Promise<void> {
+  async prune(): Promise<void> {
     const names = await readdir(this.dir).catch(() => [] as string[]);
-    for (const name of names) if (all || !this.wanted.has(name)) await removeTree(join(this.dir, name));
+    for (const name of names) if (!this.wanted.has(name)) await removeTree(join(this.dir, name));
     this.wanted.clear();
   }
 

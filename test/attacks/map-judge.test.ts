@@ -49,7 +49,8 @@ describeSandboxed('a hostile map judge', () => {
       extra: `map:\n  judge: {kind: command, command: ${JSON.stringify(`sh judge.sh ${logs} ${repoDir}`)}}\n  triplets: 10\n`,
     });
     const env = { ...process.env, GITHUB_TOKEN: TOKEN, GH_TOKEN: TOKEN };
-    expect((await cliWith(['run', repo.dir], { env })).code).toBe(0);
+    // Its agent changes nothing: the run made nothing to take home (exit 1), and is mapped all the same.
+    expect((await cliWith(['run', repo.dir], { env })).code).toBe(1);
     const r = await cliWith(['map', repo.dir], { env });
     expect(r.code, r.err).toBe(0);
     const log = readFileSync(join(logs, 'judge.log'), 'utf8');

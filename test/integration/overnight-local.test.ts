@@ -113,7 +113,7 @@ describe('an agent that reports usage every time and never changes a file', () =
 describe('setup.cache over a night of rounds', () => {
   // An entry is a copy of setup's output (node_modules, a venv) for one base: one a round, were
   // none ever removed (worker/setup.ts SetupCache.prune).
-  it('keeps no entry for bases no episode will start from again once the run has finished', async () => {
+  it("keeps only the last round's entry once the run has finished", async () => {
     const repo = makeTaskRepo({
       budget: EXAMPLE_BUDGET,
       extra: 'setup:\n  commands: ["mkdir -p deps && head -c 200000 /dev/urandom > deps/blob"]\n  cache: true\n',
