@@ -51927,9 +51927,16 @@ var CheckRuns = class {
   }
   /** A check run's status (queued, in_progress, completed), or null when it is gone. */
   async status(id) {
+    return (await this.get(id))?.status ?? null;
+  }
+  /** When an episode's job started, as its check run in progress says (worker-events.ts onJobStarted), or null. */
+  async jobStarted(id) {
+    const run2 = await this.get(id);
+    return run2?.status === "in_progress" ? run2.started_at ?? null : null;
+  }
+  async get(id) {
     try {
-      const { data } = await this.scope.octokit.rest.checks.get({ ...this.scope.r, check_run_id: id });
-      return data.status;
+      return (await this.scope.octokit.rest.checks.get({ ...this.scope.r, check_run_id: id })).data;
     } catch (e) {
       if (status(e) === 404) return null;
       throw e;
@@ -54099,12 +54106,17 @@ async function observe(api, commits, state, files, seen) {
       result = failedResult(e, seen.failedJobs[e.id]);
     } else if (seen.roundEnded === open2.index) {
       result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline) && !await startedLate(api, files, e.id, state, seen.now)) {
       result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
     }
     if (result) next = applyResult(next, e.id, result);
   }
   return next;
+}
+async function startedLate(api, files, episode, state, now) {
+  const check2 = files.checks?.[episode];
+  const started = check2 === void 0 ? null : await api.checks.jobStarted(check2);
+  return started !== null && now.getTime() <= Date.parse(started) + roundDeadlineMinutes(state.config) * 6e4;
 }
 async function protectedProblem(api, state, files, sha2, commit) {
   if (!files.protectedDigest) return null;

@@ -57,9 +57,18 @@ export class CheckRuns {
 
   /** A check run's status (queued, in_progress, completed), or null when it is gone. */
   async status(id: number): Promise<string | null> {
+    return (await this.get(id))?.status ?? null;
+  }
+
+  /** When an episode's job started, as its check run in progress says (worker-events.ts onJobStarted), or null. */
+  async jobStarted(id: number): Promise<string | null> {
+    const run = await this.get(id);
+    return run?.status === 'in_progress' ? (run.started_at ?? null) : null;
+  }
+
+  private async get(id: number) {
     try {
-      const { data } = await this.scope.octokit.rest.checks.get({ ...this.scope.r, check_run_id: id });
-      return data.status;
+      return (await this.scope.octokit.rest.checks.get({ ...this.scope.r, check_run_id: id })).data;
     } catch (e) {
       if (status(e) === 404) return null;
       throw e;

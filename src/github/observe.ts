@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
 import { resultFromCommit } from '../core/journal.js';
+import { roundDeadlineMinutes } from '../core/method.js';
 import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import { applyResult } from '../core/reconcile.js';
 import { type EpisodeResult, failedResult, isBetter, type RunState } from '../core/state.js';
@@ -138,12 +139,32 @@ export async function observe(
       result = failedResult(e, seen.failedJobs[e.id] as string);
     } else if (seen.roundEnded === open.index) {
       result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    } else if (
+      seen.now.getTime() > Date.parse(dispatched.deadline) &&
+      !(await startedLate(api, files, e.id, state, seen.now))
+    ) {
       result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
     }
     if (result) next = applyResult(next, e.id, result);
   }
   return next;
+}
+
+/**
+ * Whether an episode's job started after it waited for a runner (all runs' nightly rounds are
+ * dispatched at once), and is still within the round's time counted from its start: its agent is
+ * working, and a result it pushes must be read. Its check run says when it started.
+ */
+async function startedLate(
+  api: GitHubApi,
+  files: GitHubRunRecord,
+  episode: string,
+  state: RunState,
+  now: Date,
+): Promise<boolean> {
+  const check = files.checks?.[episode];
+  const started = check === undefined ? null : await api.checks.jobStarted(check);
+  return started !== null && now.getTime() <= Date.parse(started) + roundDeadlineMinutes(state.config) * 60_000;
 }
 
 /**

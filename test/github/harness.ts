@@ -315,11 +315,12 @@ export class Harness {
     });
   }
 
-  /** GitHub reports an episode's job as started. */
+  /** GitHub reports an episode's job as started, now. */
   jobStarted(run: string, episode: string, branch = 'main') {
     return this.send('workflow_job', 'in_progress', (p) => {
       p.workflow_job.name = `forkflush ${run} ${episode}`;
       p.workflow_job.head_branch = branch;
+      p.workflow_job.started_at = this.clock.toISOString();
     });
   }
 

@@ -212,6 +212,48 @@ describe('overnight: the nightly rounds', () => {
     expect(h.gh.dispatches).toHaveLength(dispatched);
   });
 
+  /** A night whose b0 ends at once (score 3) and whose b1 waited 40 minutes for a runner, then started. */
+  async function lateStartNight() {
+    const h = await finishedNightlyRun();
+    const later = (minutes: number) => {
+      h.clock = new Date(h.clock.getTime() + minutes * 60_000);
+    };
+    later(24 * 60);
+    await nightlyTick(h.api(), h.clock);
+    const [b0, b1] = h.openEpisodes(RUN);
+    if (!b0 || !b1) throw new Error('expected a nightly round of two branches');
+    await h.jobStarted(RUN, b0.id);
+    later(20);
+    h.pushResult(h.state(RUN), b0, 3);
+    await h.jobCompleted(RUN, b0.id);
+    later(20);
+    await h.jobStarted(RUN, b1.id);
+    return { h, b1, later, limit: roundDeadlineMinutes(h.state(RUN).config) };
+  }
+  const b1Result = (h: Harness) => h.state(RUN).rounds.at(-1)?.episodes[1]?.result;
+
+  it("a job that waited for a runner past the round's deadline, then started, has the round's time from its start", async () => {
+    // At night every run's round is dispatched at once and jobs queue. b1 was failed at the
+    // dispatch's deadline while its agent worked, and its better result was lost
+    // (github/observe.ts startedLate; found by a review).
+    const { h, b1, later, limit } = await lateStartNight();
+    // Past the dispatch's deadline, a sync comes by (a tick, another event) while b1's agent works.
+    later(limit - 40 + 5);
+    await nightlyTick(h.api(), h.clock);
+    expect(b1Result(h)).toBeUndefined();
+    later(10);
+    h.pushResult(h.state(RUN), b1, 9);
+    await h.jobCompleted(RUN, b1.id);
+    expect(h.state(RUN).best?.score).toBe(9);
+  });
+
+  it("a job that started late and gives no result in the round's time from its start is failed then", async () => {
+    const { h, later, limit } = await lateStartNight();
+    later(limit + 1);
+    await nightlyTick(h.api(), h.clock);
+    expect(b1Result(h)?.reason).toMatch(/^no result by the round's deadline/);
+  });
+
   it('a tick that reaches a run late (after the repositories before it) gives its round its full deadline', async () => {
     const h = await finishedNightlyRun();
     // The tick began at 03:00; after the repositories before this one (writes are throttled to
