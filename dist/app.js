@@ -52111,11 +52111,13 @@ var PullRequests = class {
   issues;
   /**
    * Opens a pull request, or finds the one already made for the same head and base (open, merged
-   * or closed: a head gets one pull request, and a closed one is not opened again); null when
-   * there is nothing to propose (no commits between base and head, or the head is gone).
+   * or closed: a head gets one pull request, and a closed one is not opened again, unless
+   * `anew`: then only an open one is found); null when there is nothing to propose (no commits
+   * between base and head, or the head is gone).
    */
-  async open(head, base, title, body, draft = false) {
-    const made = await this.find(head, base);
+  async open(head, base, title, body, o = {}) {
+    const { draft = false, anew = false } = o;
+    const made = await this.find(head, base, anew);
     if (made !== null) return made;
     try {
       return await createOnce(
@@ -52135,11 +52137,11 @@ var PullRequests = class {
       );
     } catch (e) {
       if (!nothingToOpen(e)) throw e;
-      return this.find(head, base);
+      return this.find(head, base, anew);
     }
   }
-  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
-  async find(head, base) {
+  /** The pull request from `head` into `base`, the open one first, else (unless `openOnly`) the newest; null if none. */
+  async find(head, base, openOnly = false) {
     const { data } = await this.scope.octokit.rest.pulls.list({
       ...this.scope.r,
       head: `${this.scope.owner}:${head}`,
@@ -52148,7 +52150,7 @@ var PullRequests = class {
       per_page: 100
     });
     const into = data.filter((p) => p.base.ref === base);
-    return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
+    return (into.find((p) => p.state === "open") ?? (openOnly ? void 0 : into[0]))?.number ?? null;
   }
   /** Edits a pull request's title and body (repeat-safe). */
   async edit(pr, title, body) {
@@ -54877,10 +54879,13 @@ var GitHubWork = class {
       }
     }
     let pr = this.files.finalPr || null;
+    const moved = changed && this.files.resultHead !== head;
+    const anew = moved && pr !== null && (await this.api.pulls.get(pr))?.open === false;
+    if (anew) pr = null;
     if (changed && pr === null) {
       const title = finalPrTitle(state);
       const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
-      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, true);
+      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, { draft: true, anew });
       if (pr !== null) this.files.resultDigest = textDigest(`${title}
 ${body}`);
     } else if (pr !== null && this.files.resultHead !== void 0 && this.files.resultHead !== head) {

@@ -11,13 +11,21 @@ export class PullRequests {
 
   /**
    * Opens a pull request, or finds the one already made for the same head and base (open, merged
-   * or closed: a head gets one pull request, and a closed one is not opened again); null when
-   * there is nothing to propose (no commits between base and head, or the head is gone).
+   * or closed: a head gets one pull request, and a closed one is not opened again, unless
+   * `anew`: then only an open one is found); null when there is nothing to propose (no commits
+   * between base and head, or the head is gone).
    */
-  async open(head: string, base: string, title: string, body: string, draft = false): Promise<number | null> {
+  async open(
+    head: string,
+    base: string,
+    title: string,
+    body: string,
+    o: { draft?: boolean; anew?: boolean } = {},
+  ): Promise<number | null> {
+    const { draft = false, anew = false } = o;
     // Looked for first: a handler whose answer was lost, or the one whose claim this handler took
     // over, may have made it, and GitHub refuses a second one only while the first is open.
-    const made = await this.find(head, base);
+    const made = await this.find(head, base, anew);
     if (made !== null) return made;
     try {
       return await createOnce(
@@ -39,12 +47,12 @@ export class PullRequests {
       // One was made meanwhile, or there is nothing to propose. Any other refusal (a body too
       // long, say) is a failure: taken for "nothing to propose", it would leave no pull request.
       if (!nothingToOpen(e)) throw e;
-      return this.find(head, base);
+      return this.find(head, base, anew);
     }
   }
 
-  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
-  private async find(head: string, base: string): Promise<number | null> {
+  /** The pull request from `head` into `base`, the open one first, else (unless `openOnly`) the newest; null if none. */
+  private async find(head: string, base: string, openOnly = false): Promise<number | null> {
     const { data } = await this.scope.octokit.rest.pulls.list({
       ...this.scope.r,
       head: `${this.scope.owner}:${head}`,
@@ -53,7 +61,7 @@ export class PullRequests {
       per_page: 100,
     });
     const into = data.filter((p) => p.base.ref === base);
-    return (into.find((p) => p.state === 'open') ?? into[0])?.number ?? null;
+    return (into.find((p) => p.state === 'open') ?? (openOnly ? undefined : into[0]))?.number ?? null;
   }
 
   /** Edits a pull request's title and body (repeat-safe). */

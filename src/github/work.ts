@@ -284,11 +284,16 @@ export class GitHubWork implements ForgeWork {
       }
     }
     let pr = this.files.finalPr || null;
+    const moved = changed && this.files.resultHead !== head;
+    // A person closed the draft (or merged it) and the result moved on since (a nightly round): a
+    // new draft proposes the newer result; the closed one is left as they left it.
+    const anew = moved && pr !== null && (await this.api.pulls.get(pr))?.open === false;
+    if (anew) pr = null;
     if (changed && pr === null) {
       const title = finalPrTitle(state);
       const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
       // A draft: the result is the agents' work, for a person to review before it is merged.
-      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, true);
+      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, { draft: true, anew });
       if (pr !== null) this.files.resultDigest = textDigest(`${title}\n${body}`);
     } else if (pr !== null && this.files.resultHead !== undefined && this.files.resultHead !== head) {
       await this.api.issues.removeLabel(pr, GITHUB.ciLabel);

@@ -254,6 +254,27 @@ describe('overnight: the nightly rounds', () => {
     expect(b1Result(h)?.reason).toMatch(/^no result by the round's deadline/);
   });
 
+  it("a night's better result after a person closed the draft pull request is proposed in a new one", async () => {
+    // The closed draft was retitled to the new score, and no open pull request proposed it
+    // (github/work.ts publishRun; found by a review).
+    const h = await finishedNightlyRun();
+    const draft = h.gh.pulls.find((p) => p.head === 'forkflush/issue-7/result');
+    if (!draft) throw new Error('expected the result draft pull request');
+    draft.state = 'closed';
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    const state = h.state(RUN);
+    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 9);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
+    expect(h.state(RUN).best?.score).toBe(9);
+    const open = h.gh.pulls.filter((p) => p.head === 'forkflush/issue-7/result' && p.state === 'open');
+    expect(open).toHaveLength(1);
+    expect(open[0]).toMatchObject({ draft: true, base: 'main', title: 'forkflush issue-7: best score 9' });
+    expect(h.gh.refs.get('refs/heads/forkflush/issue-7/result')).toBe(h.state(RUN).lineages[0]?.head);
+    expect(draft.title).not.toContain('best score 9');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain(`**Result:** #${open[0]?.number} (a draft`);
+  });
+
   it('a tick that reaches a run late (after the repositories before it) gives its round its full deadline', async () => {
     const h = await finishedNightlyRun();
     // The tick began at 03:00; after the repositories before this one (writes are throttled to
