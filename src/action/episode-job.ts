@@ -251,7 +251,8 @@ function episodeInput(job: Job, checkoutIndex: string, isolation: Isolation) {
 /**
  * Pushes the result and the context together, from the records repository, which made the commit.
  * No force on the branch: if another attempt got there first, its result stands (returned) and
- * this one's context is not pushed over it.
+ * this one's context is not pushed over it. A context the forge refuses (GitHub takes no file over
+ * 100 MiB, and a sealed context is one file) is left behind: the result is pushed alone.
  */
 async function pushResult(
   { s, o, records, remote, episode, branchRef, places }: Job,
@@ -260,17 +261,24 @@ async function pushResult(
 ): Promise<'ran' | EpisodeResult> {
   const branch = refName(branchRef);
   const ownRef = contextRef(s.run, episode.id);
-  const context = await commitContext(records, s, episode.id, places.context, store);
-  const pushed = await remote.pushAtomic([
-    `${result.commit}:${branchRef}`,
-    ...(context ? [`+${context}:${ownRef}`] : []),
-  ]);
+  let context = await commitContext(records, s, episode.id, places.context, store);
+  const resultRef = `${result.commit}:${branchRef}`;
+  let pushed = await remote.pushAtomic([resultRef, ...(context ? [`+${context}:${ownRef}`] : [])]);
+  const moved = (p: PushedRef | undefined) =>
+    p !== undefined && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(p.summary);
+  if (context && pushed.some((p) => p.flag === '!') && !moved(pushed.find((p) => p.ref === branchRef))) {
+    o.log(
+      `the context was not pushed (${describeRefusal(pushed)}): the result is pushed alone, and the lineage's next episode starts with an empty context`,
+    );
+    context = null;
+    pushed = await remote.pushAtomic([resultRef]);
+  }
   const branchPush = pushed.find((p) => p.ref === branchRef);
   if (branchPush && branchPush.flag !== '!') {
-    o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (the context folder is empty: no context ref)'}`);
+    o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (no context ref)'}`);
     return 'ran';
   }
-  if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
+  if (moved(branchPush)) {
     await remote.fetch([branchRef]);
     const now = await records.git.revParse(branchRef);
     const winner = now ? await recordedResult(records.git, now, s.run, episode) : null;
