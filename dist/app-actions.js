@@ -72090,9 +72090,22 @@ async function nightly(ctx, clock = () => ctx.now) {
   }
   if (failed.size > 0)
     throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(", ")}`);
-  if (!active && ctx.tick && await ctx.api.workflows.setEnabled(ctx.tick, false))
-    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  if (!active && ctx.tick && await ctx.api.workflows.setEnabled(ctx.tick, false)) {
+    if (await anyNeedsTick(ctx)) await ctx.api.workflows.setEnabled(ctx.tick, true);
+    else
+      ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  }
   return touched;
+}
+async function anyNeedsTick(ctx) {
+  for (const run2 of await ctx.api.listRuns()) {
+    const stored = await ctx.api.loadRun(stateRef(run2)).catch(() => null);
+    if (stored && !stored.files.stopped && (stored.state.status !== "finished" || workHeld(stored))) return true;
+  }
+  return false;
+}
+function workHeld(stored) {
+  return Object.keys(stored.files.claims).some((key) => key !== stored.files.blocked?.work);
 }
 async function takingTurns(ctx, runs) {
   const last = /* @__PURE__ */ new Map();
@@ -72130,7 +72143,7 @@ async function nightlyRun(ctx, run2) {
   }
   const after = state ?? stored.state;
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  return { synced: true, active: after.status !== "finished" || nightlyAhead };
+  return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) };
 }
 async function nightlySkip(ctx, stored) {
   const problem2 = forkProblem(stored.state, ctx.now);

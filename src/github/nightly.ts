@@ -41,9 +41,28 @@ export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.no
   if (failed.size > 0)
     throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(', ')}`);
   // Actions mode: nothing left that needs a tick, so the tick's workflow rests until a run wakes it.
-  if (!active && ctx.tick && (await ctx.api.workflows.setEnabled(ctx.tick, false)))
-    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  if (!active && ctx.tick && (await ctx.api.workflows.setEnabled(ctx.tick, false))) {
+    // A run started, resumed or forked since the runs were read woke the tick (amend.ts wakeTick)
+    // just before this put it to rest: read them again, and wake it back.
+    if (await anyNeedsTick(ctx)) await ctx.api.workflows.setEnabled(ctx.tick, true);
+    else
+      ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  }
   return touched;
+}
+
+/** Whether any run, read now, needs the tick: it runs, or work of it is claimed (a handler that died may leave it). */
+async function anyNeedsTick(ctx: SyncContext): Promise<boolean> {
+  for (const run of await ctx.api.listRuns()) {
+    const stored = await ctx.api.loadRun(stateRef(run)).catch(() => null);
+    if (stored && !stored.files.stopped && (stored.state.status !== 'finished' || workHeld(stored))) return true;
+  }
+  return false;
+}
+
+/** Work of the run a handler claimed and has not done, and that is not blocked (the issue says why): a later tick takes it over. */
+function workHeld(stored: StoredRun): boolean {
+  return Object.keys(stored.files.claims).some((key) => key !== stored.files.blocked?.work);
 }
 
 /**
@@ -100,7 +119,9 @@ async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: bool
   // A skip for good (the budget spent, the end passed, the round limit) needs no more ticks; a
   // closed issue or a writer gone may come back.
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  return { synced: true, active: after.status !== 'finished' || nightlyAhead };
+  // Work claimed before this sync (by a handler that may have died, its claim not yet stale): a
+  // later tick takes it over. (What this sync did itself costs one more tick at most.)
+  return { synced: true, active: after.status !== 'finished' || nightlyAhead || workHeld(stored) };
 }
 
 /**
