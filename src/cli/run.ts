@@ -1,5 +1,4 @@
 // `forkflush run [DIR]`: starts a run (or checks one, --dry-run) and drives it to its end.
-
 import { judgeHint } from '../core/judge-hints.js';
 import { planTable, widthText } from '../core/plan.js';
 import { startRun } from '../local/start.js';

@@ -217,9 +217,9 @@ function overranIdle(e: Episode): boolean {
  * whose agent never ran, are passed over), crashed without changing the workspace. Those rounds
  * are judged whole: their branches run at once and finish in any order, so a streak inside one
  * would depend on which finished first; and a night's round (schedule.nightly) whose every job
- * failed would fail alike the next night. A streak ends at the first episode still running: those after it are
- * not "in a row". Only while the last of them is in the open round: a stop comes before its
- * round is decided. While no episode of the run has changed the workspace at all, a clean end
+ * failed would fail alike the next night. A streak ends at the first episode still running:
+ * those after it are not "in a row". Only while the last of them is in the open round: a stop
+ * comes before its round is decided. While no episode of the run has changed the workspace at all, a clean end
  * that reported no usage counts too (neverWorked), and an overrun that changed nothing
  * (overranIdle): an agent.command that prints its help, or a wrapper that never calls the agent,
  * ends at once every time and would be charged its allowance each time.
