@@ -30,7 +30,8 @@ const appRuns = new WeakMap<Harness, number>();
 async function step(h: Harness, event: string, body: unknown, env: NodeJS.ProcessEnv = {}, options = {}) {
   const runId = appRuns.get(h) ?? 4242;
   appRuns.set(h, runId + 1);
-  const path = join(dir, 'event.json');
+  // A file of its own: two jobs may run at once (the tick's races below).
+  const path = join(dir, `event-${runId}.json`);
   await writeFile(path, JSON.stringify(body));
   const info: string[] = [];
   const errors: string[] = [];
@@ -70,8 +71,17 @@ function labeled(h: Harness, issue = 7) {
 /** The worker jobs' part: every episode of the open round pushes a result. */
 function finishRound(h: Harness) {
   const state = h.state(RUN);
-  for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+  for (const e of h.openEpisodes(RUN)) if (!e.result) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
 }
+
+const SCHEDULE = { schedule: '17 * * * *' };
+const TICK = 'autoresearch-tick.yml';
+/** A repository with the tick's workflow. */
+const TICKING = {
+  '.github/autoresearch.yml': CONFIG,
+  'grade.mjs': 'x',
+  [`.github/workflows/${TICK}`]: 'on: schedule\n',
+};
 
 /** GitHub (the box) without the app's server: here the app runs as a step. */
 async function github(files?: Record<string, string>): Promise<Harness> {
@@ -210,6 +220,72 @@ describe('Actions mode: the app as a workflow step', () => {
     expect(out.errors).toHaveLength(1);
     expect(out.errors[0]).toMatch(/^forkflush: the issues event failed: injected failure/);
     expect(h.gh.dispatches).toEqual([]);
+  });
+});
+
+describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick rests only when no run needs it', () => {
+  // No workflow_run says a round the app dispatched ended: the hourly tick moves runs on (github/nightly.ts).
+  it('a run labelled while the tick is between listing runs and turning itself off keeps the tick on', async () => {
+    // A label job that starts a run (and wakes the tick, amend.ts wakeTick) while the tick decides
+    // nothing needs it was undone by the tick's rest: the run then waited for ever, nothing said
+    // (found by a review).
+    const h = await github(TICKING);
+    let raced = false;
+    const Racing = testOctokit().plugin((octokit) => {
+      octokit.hook.before('request', async (options) => {
+        if (!raced && options.method === 'PUT' && String(options.url).endsWith('/disable')) {
+          raced = true;
+          // The label's job of autoresearch.yml runs to its end in the meantime.
+          const label = await step(h, 'issues', labeled(h));
+          expect(label.code).toBe(0);
+        }
+      });
+    });
+    const tick = await step(h, 'schedule', SCHEDULE, {}, { Octokit: Racing });
+    expect(tick.code).toBe(0);
+    expect(raced).toBe(true);
+    expect(h.state(RUN).status).toBe('running');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0']);
+    // The run needs the tick (GITHUB_TOKEN: no workflow_run will say the round ended).
+    expect(h.gh.workflowStates.get(TICK)).toBe('active');
+  });
+
+  it('a tick that finds the final work freshly claimed by a job that died keeps itself on', async () => {
+    // A job that claimed the finished run's last work (result branch, draft pull request, label)
+    // and died leaves a claim that is fresh for STALE_CLAIM_MINUTES: a tick within them skipped the
+    // work, found the run finished and rested, and nothing ever took the work over (found by a review).
+    const h = await github(TICKING);
+    let hung = () => {};
+    const died = new Promise<void>((resolve) => {
+      hung = resolve;
+    });
+    // The job that finishes the run dies while it opens the result pull request.
+    const Dying = testOctokit().plugin((octokit) => {
+      octokit.hook.before('request', async (options) => {
+        if (options.method === 'POST' && String(options.url).endsWith('/pulls')) {
+          hung();
+          await new Promise(() => {});
+        }
+      });
+    });
+    await step(h, 'issues', labeled(h));
+    let dead = false;
+    void died.then(() => {
+      dead = true;
+    });
+    for (let guard = 0; guard < 20 && !dead; guard++) {
+      finishRound(h);
+      await Promise.race([step(h, 'schedule', SCHEDULE, {}, { Octokit: Dying }), died]);
+      h.clock = new Date(h.clock.getTime() + 3_600_000);
+    }
+    expect(dead).toBe(true);
+    expect(h.state(RUN).status).toBe('finished');
+    expect(h.runFiles(RUN)?.claims).toHaveProperty('final');
+    // A tick (by hand, or the next one) a few minutes after the job died.
+    h.clock = new Date(h.clock.getTime() - 3_600_000 + 5 * 60_000);
+    await step(h, 'workflow_dispatch', { inputs: {} });
+    // The claim is not stale yet, so that tick could not publish: a later one must.
+    expect(h.gh.workflowStates.get(TICK)).toBe('active');
   });
 });
 
