@@ -51273,6 +51273,7 @@ var GENERIC_FIX = {
 function resumableFailure(kind) {
   return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
 }
+var DROPPED = /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i;
 
 // src/core/resources.ts
 var RESOURCES = ["processes", "memory", "disk", "files"];
@@ -53406,8 +53407,8 @@ function overridesInText(text) {
 // src/core/judge-hints.ts
 var JUDGE_HINTS = [
   [
-    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
-    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
+    // A connection that dropped (its codes whole words), or a host that no name resolves.
+    new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, "i"),
     "the judge's grader has no network unless grader.network: true"
   ],
   [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],

@@ -30881,8 +30881,8 @@ function setupWarnings(config2, smallest) {
 // src/core/judge-hints.ts
 var JUDGE_HINTS = [
   [
-    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
-    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
+    // A connection that dropped (its codes whole words), or a host that no name resolves.
+    new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, "i"),
     "the judge's grader has no network unless grader.network: true"
   ],
   [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],

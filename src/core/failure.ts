@@ -86,13 +86,13 @@ export function resumableFailure(kind: FailureKind): boolean {
   return kind !== 'model' && kind !== 'cli' && kind !== 'hidden-path' && kind !== 'egress';
 }
 
+/** A connection that dropped or never opened, by its error codes (whole words) and messages. */
+export const DROPPED =
+  /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i;
+
 // Common shapes of a provider's or a CLI's error text, most severe first: a line that names a
 // permanent failure wins over one that names a transient one (OpenAI's "exceeded your current
 // quota" comes with a 429). Each is matched on one line at a time.
-/** A connection that dropped or never opened, by its error codes (whole words) and messages. */
-const DROPPED =
-  /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i;
-
 const SHAPES: { kind: Exclude<FailureKind, 'crash' | 'cli' | 'hidden-path'>; re: RegExp }[] = [
   {
     kind: 'auth',

@@ -1,11 +1,12 @@
 // What differs where the judge runs a grader from a grader run by hand, named when the reasons
 // its gradings failed point at it (the run's no-score stop, the pre-flight of `forkflush run`).
+import { DROPPED } from './failure.js';
 
 /** What differs in the judge from a grader run by hand, where the reasons point at it. */
 const JUDGE_HINTS: [RegExp, string][] = [
   [
-    // Codes are whole words: Python's ModuleNotFoundError holds ENOTFOUND.
-    /resolve host|getaddrinfo|\b(?:ENOTFOUND|EAI_AGAIN|ECONNREFUSED)\b|name resolution|Network is unreachable/i,
+    // A connection that dropped (its codes whole words), or a host that no name resolves.
+    new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, 'i'),
     "the judge's grader has no network unless grader.network: true",
   ],
   [/not a git repository/i, 'the judge grades a checkout of the commit without .git: the grader cannot run git there'],
