@@ -51663,7 +51663,8 @@ var githubRunProgress = external_exports.object({
   /**
    * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
    * once), who and when; its job's dispatch and the workflow run it started (only that run's job
-   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
+   * reports the map); the workflow run whose end was acted on (drawn or failed: until then the
+   * tick looks for it); and the last map drawn (its commit on refs/forkflush/<run>/map and its
    * agreement line), which the issue was shown and the final comment embeds.
    */
   map: external_exports.object({
@@ -51673,6 +51674,7 @@ var githubRunProgress = external_exports.object({
     /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
     configCommit: sha.optional(),
     dispatched: external_exports.object({ at: external_exports.string(), runId: external_exports.number().int().positive().optional() }).optional(),
+    ended: external_exports.number().int().positive().optional(),
     drawn: external_exports.object({ commit: sha, image: external_exports.string(), line: external_exports.string() }).optional()
   }).optional()
 });
@@ -52254,6 +52256,15 @@ var Workflows = class {
     );
     return started.id;
   }
+  /** One workflow run by its id, or null when GitHub has none (deleted, or never made). */
+  async run(id) {
+    try {
+      return (await this.scope.octokit.rest.actions.getWorkflowRun({ ...this.scope.r, run_id: id })).data;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
   /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
   async liveRunId(workflow, title) {
     return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled")?.id ?? null;
@@ -52817,6 +52828,151 @@ async function amendOnce(api, read2, message, keys, change) {
   throw new ConflictError(`${run2}: the run kept changing; try again`);
 }
 
+// src/core/journal.ts
+function describeContext(e) {
+  if (e.context === "fresh") return "fresh context";
+  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
+}
+var TRAILERS = {
+  run: "Forkflush-Run",
+  episode: "Forkflush-Episode",
+  score: "Forkflush-Score",
+  reason: "Forkflush-Score-Reason",
+  spent: "Forkflush-Spent",
+  unit: "Forkflush-Unit",
+  exit: "Forkflush-Exit",
+  protectedChanged: "Forkflush-Protected-Changed",
+  seconds: "Forkflush-Seconds",
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context",
+  machineShort: "Forkflush-Machine-Short",
+  failure: "Forkflush-Failure",
+  retries: "Forkflush-Retries",
+  unchanged: "Forkflush-Unchanged",
+  spentBasis: "Forkflush-Spent-Basis"
+};
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
+function boundedResult(r) {
+  return {
+    ...r,
+    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
+    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
+    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
+    ...r.retries ? {
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
+    } : {},
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedFailure(f) {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
+    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
+  };
+}
+function boundedText(text, max) {
+  return cutText(plainText(text), max);
+}
+function boundedUsage(u) {
+  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
+function resultFromCommit(runId2, e, commit) {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+    };
+  }
+  return { result: parsed.result };
+}
+function parseCommitMessage(message, commit) {
+  const fields = /* @__PURE__ */ new Map();
+  for (const line of message.split("\n")) {
+    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
+    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
+  }
+  const runId2 = fields.get(TRAILERS.run);
+  const episode = fields.get(TRAILERS.episode);
+  const spent2 = Number(fields.get(TRAILERS.spent));
+  const exit = fields.get(TRAILERS.exit);
+  const scoreText2 = fields.get(TRAILERS.score);
+  const known = EPISODE_EXITS.includes(exit ?? "");
+  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+    return null;
+  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
+  const reason = fields.get(TRAILERS.reason);
+  const changed = fields.get(TRAILERS.protectedChanged);
+  const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
+  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
+  return {
+    runId: runId2,
+    episode,
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
+      commit,
+      score: score !== null && Number.isFinite(score) ? score : null,
+      ...reason ? { reason } : {},
+      ...note ? { note } : {},
+      ...usage ? { usage } : {},
+      spent: spent2,
+      exit,
+      protectedChanged: changed ? changed.split(", ") : [],
+      wallSeconds: wall,
+      agentSeconds: agent,
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {},
+      ...contextStore ? { contextStore } : {},
+      ...machineShort ? { machineShort } : {},
+      ...failure2 ? { failure: failure2 } : {},
+      ...retries && retries.length > 0 ? { retries } : {},
+      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
+      ...spentBasis ? { spentBasis } : {}
+    })
+  };
+}
+function parseUsage(text) {
+  return parseJson(text, validUsage);
+}
+function parseJson(text, valid) {
+  if (!text) return void 0;
+  try {
+    return valid(JSON.parse(text)) ?? void 0;
+  } catch {
+    return void 0;
+  }
+}
+function parseCommitDetails(message) {
+  const lines2 = message.split("\n");
+  const changes = lines2.find((l) => l.startsWith("Changes: "));
+  if (changes === void 0) return null;
+  const start = lines2.indexOf("Journal:");
+  const journalTail = [];
+  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
+    journalTail.push(lines2[i].slice(2));
+  }
+  const diffStat = changes.slice("Changes: ".length);
+  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
+  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
+}
+
 // src/core/select.ts
 function selectWinner(episodes, direction) {
   let winner = null;
@@ -53068,342 +53224,6 @@ function setupWarnings(config3, smallest) {
   ];
 }
 
-// src/core/limits.ts
-var scheduled = /* @__PURE__ */ new Map();
-function scheduleRounds(config3) {
-  const key = JSON.stringify(config3);
-  const known = scheduled.get(key);
-  if (known !== void 0) return known;
-  let rounds;
-  try {
-    rounds = simulate(config3, () => ({ spent: 0, score: null })).rounds.length;
-  } catch {
-    rounds = SIMULATED_MAX_ROUNDS;
-  }
-  if (scheduled.size >= SCHEDULES_REMEMBERED_MAX) scheduled.clear();
-  scheduled.set(key, rounds);
-  return rounds;
-}
-function roundLimit(config3) {
-  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
-}
-function roundsUsed(state) {
-  const extrasOpened = state.rounds.filter((r) => r.extra).length;
-  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
-}
-function roundsLeft(state) {
-  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
-}
-function roundLimitProblem(state) {
-  if (roundsLeft(state) > 0) return null;
-  const used = roundsUsed(state);
-  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
-}
-function advanceWithinLimits(state, halt = () => false) {
-  const limit = roundLimit(state.config);
-  let capped = false;
-  const out = advance(state, (s, next) => {
-    if (halt(s, next)) return true;
-    if (next.type !== "open" || s.rounds.length < limit) return false;
-    capped = true;
-    return true;
-  });
-  if (!capped) return { ...out, capped };
-  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
-}
-function endedAtRoundLimit(state) {
-  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
-  if (state.rounds.some((r) => !r.decision)) return false;
-  return nextRound(state) !== null;
-}
-function roundLimitNotes(state) {
-  if (!endedAtRoundLimit(state)) return [];
-  return [
-    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
-  ];
-}
-function limitText(config3) {
-  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
-}
-function runsPerRepoProblem(config3, running, again) {
-  const limit = config3.limits.runs_per_repo;
-  if (running.length < limit) return null;
-  const which = running.join(", ");
-  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
-}
-
-// src/core/losers.ts
-var LOSER_CAP = { entries: 12, entryChars: 400 };
-function keepsLosers(config3) {
-  return config3.fork.losers === "journal" && config3.fork.branches > 1;
-}
-function losersOf(round) {
-  const winner = round.decision?.winner;
-  if (round.kind !== "fork" || !winner) return [];
-  return round.episodes.filter((e) => e.id !== winner && e.result);
-}
-function loserNotes(episode, baseJournal, loserJournal) {
-  const known = /* @__PURE__ */ new Map();
-  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
-  const entries = [];
-  let current = [];
-  const flush = () => {
-    const text = current.join(" ").replace(/\s+/g, " ").trim();
-    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
-    current = [];
-  };
-  for (const raw of plainText(loserJournal).split("\n")) {
-    const line = raw.trim();
-    const seen = known.get(line) ?? 0;
-    if (line === "" || seen > 0) {
-      if (seen > 0) known.set(line, seen - 1);
-      flush();
-      continue;
-    }
-    if (ENTRY_START.test(line)) flush();
-    current.push(line);
-  }
-  flush();
-  const kept = entries.slice(-LOSER_CAP.entries);
-  return { episode, entries: kept, earlier: entries.length - kept.length };
-}
-var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
-var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
-function lines(text) {
-  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
-}
-async function recordLosers(state, read2) {
-  if (!keepsLosers(state.config)) return state;
-  let next = state;
-  for (const round of state.rounds) {
-    const losers = losersOf(round);
-    if (round.losers || losers.length === 0) continue;
-    const base = await read2(losers[0].base);
-    const notes = [];
-    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
-    next = {
-      ...next,
-      rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
-    };
-  }
-  return next;
-}
-
-// src/core/prompts.ts
-var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
-
-## The task
-{{task}}
-
-## The files
-- The workspace: every file in this folder is yours to read and change, except the protected ones.
-- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
-- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
-- The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
-- Protected (restored before the final grading; changing them voids your score): {{protected}}.
-
-## Where things stand
-- Best score so far: {{best}}.
-- Goal: {{goal}}.
-- Hard constraint: the grader must run and print a score; a workspace without a score never counts.
-
-## How to work
-1. Read {{journal}} and the code before you change anything, so you do not repeat what already failed.
-2. Do not limit yourself to small edits: if the current approach has stalled, replace it.
-3. After every change, run the grader and add an entry to {{journal}}: the idea, the change, the score.
-4. Your session ends at a limit you are not told; keep the workspace working and the journal current.
-5. When you stop, print the best score you reached and what produced it.
-{{#directive}}
-
-## Your direction
-Try a substantially different approach from those the journal describes, not a refinement of them.
-{{/directive}}`;
-var DEFAULT_CONTINUATION_TEMPLATE = `Continue working on the task. Best score so far: {{best}} ({{goal}}). After every change run \`{{grade}}\` and add an entry to {{journal}}.`;
-var TEMPLATE_VARIABLES = {
-  task: "the task description",
-  journal: "the journal file",
-  grade: "the command that prints the score",
-  protected: "the protected paths",
-  best: "the best score so far and where it is",
-  goal: "maximize or minimize the score",
-  direction: '"maximize" or "minimize"',
-  fresh: "section shown when the episode starts with no conversation",
-  directive: "section shown when the branch is told to try a different approach",
-  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
-  episode: "the episode id (r<round>.b<branch>)"
-};
-var TemplateError = class extends Error {
-  name = "TemplateError";
-};
-function renderTemplate(template, values, source) {
-  const known = Object.keys(TEMPLATE_VARIABLES);
-  const check2 = (name, index) => {
-    if (!known.includes(name)) {
-      const line = template.slice(0, index).split("\n").length;
-      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
-    }
-  };
-  const sections = template.replace(
-    /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
-    (_all, name, body, index) => {
-      check2(name, index);
-      const v = values[name];
-      return v === true || typeof v === "string" && v !== "" ? body : "";
-    }
-  );
-  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
-    if (name.startsWith("#") || name.startsWith("/")) {
-      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
-    }
-    check2(name, index);
-    const v = values[name];
-    return typeof v === "string" ? v : "";
-  });
-}
-function renderPrompt(p) {
-  const c = p.config;
-  const values = {
-    // Task text can come from untrusted sources (an issue body): it is quoted as data, never merged into the rules.
-    task: quoteTask(p.task),
-    journal: c.journal,
-    grade: p.gradeCommand,
-    protected: c.grader.protected.length > 0 ? c.grader.protected.join(", ") : "none",
-    best: p.best ? `${formatNumber(p.best.score, 6)} (${p.best.where})` : "none yet",
-    goal: c.grader.direction === "maximize" ? "maximize the score (higher is better)" : "minimize the score (lower is better)",
-    direction: c.grader.direction,
-    fresh: p.episode.context === "fresh",
-    directive: p.episode.directive,
-    losers: keepsLosers(c),
-    episode: p.episode.id
-  };
-  const carried = p.episode.context !== "fresh";
-  const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
-  const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
-  const text = renderTemplate(template, values, source);
-  const notes = [
-    ...carried && p.losersAdded !== void 0 ? [
-      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
-    ] : [],
-    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
-    // A writer's words (a review of the run's pull request), quoted as data like the task.
-    ...p.episode.asked ? [
-      `For this round, someone with write access to the repository asked you to try this:
-
-${quoteTask(p.episode.asked)}`
-    ] : []
-  ];
-  return [text, ...notes].join("\n\n");
-}
-async function loadTemplates(config3, read2, where) {
-  const templates = {};
-  for (const kind of ["branch", "continuation"]) {
-    const path8 = config3.prompts[kind];
-    if (!path8) continue;
-    const text = await read2(path8);
-    if (text === null) return { problem: `prompts.${kind}: ${path8} is not in ${where}` };
-    templates[kind] = text;
-  }
-  const problem2 = templateProblem(config3, templates);
-  return problem2 ? { problem: problem2 } : { templates };
-}
-function quoteTask(task) {
-  const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
-  return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
-}
-function templateProblem(config3, templates) {
-  const sample = {
-    id: "r0.b0",
-    round: 0,
-    branch: 0,
-    lineage: 0,
-    base: "",
-    allowance: 1,
-    context: "fresh",
-    contextFrom: null,
-    directive: true,
-    seed: 1
-  };
-  try {
-    for (const context of ["fresh", "carry"]) {
-      renderPrompt({
-        config: config3,
-        episode: { ...sample, context },
-        task: "x",
-        best: null,
-        gradeCommand: "grade",
-        templates
-      });
-    }
-    return null;
-  } catch (e) {
-    if (e instanceof TemplateError) return e.message;
-    throw e;
-  }
-}
-
-// src/core/run-overrides.ts
-var OVERRIDE_KEYS = {
-  budget: "budget.total: a number above 0",
-  branches: `fork.branches: a whole number from 1 to ${MAX_BRANCHES}`,
-  strategy: `strategy: one of ${STRATEGIES.join(", ")}`,
-  model: "agent.model: the model's name (letters, digits and . _ - : / @, up to 100)"
-};
-var MODEL = /^[A-Za-z0-9._:/@-]{1,100}$/;
-function parseOverrides(words) {
-  const config3 = {};
-  const problems = [];
-  const seen = /* @__PURE__ */ new Set();
-  const kept = [];
-  for (const word of words.split(/\s+/).filter((w) => w !== "")) {
-    const eq = word.indexOf("=");
-    const key = (eq < 0 ? word : word.slice(0, eq)).toLowerCase();
-    const value = eq < 0 ? "" : word.slice(eq + 1);
-    if (!(key in OVERRIDE_KEYS)) {
-      problems.push(`unknown key \`${key.slice(0, 40)}\`: valid keys are ${keyList()}`);
-      continue;
-    }
-    if (seen.has(key)) {
-      problems.push(`\`${key}\` is given twice`);
-      continue;
-    }
-    seen.add(key);
-    const problem2 = eq < 0 ? "has no value" : setOverride(config3, key, value);
-    if (problem2) problems.push(`\`${key}\` ${problem2}: it sets ${OVERRIDE_KEYS[key]}`);
-    else kept.push(`${key}=${value}`);
-  }
-  return problems.length > 0 ? { problems } : { config: config3, text: kept.join(" ") };
-}
-function setOverride(config3, key, value) {
-  const got = `(got \`${value.slice(0, 40)}\`)`;
-  const n = Number(value);
-  switch (key) {
-    case "budget":
-      if (value === "" || !Number.isFinite(n) || n <= 0) return `is not a number above 0 ${got}`;
-      config3.budget = n;
-      return null;
-    case "branches":
-      if (!Number.isInteger(n) || n < 1 || n > MAX_BRANCHES)
-        return `is not a whole number from 1 to ${MAX_BRANCHES} ${got}`;
-      config3.branches = n;
-      return null;
-    case "strategy":
-      if (!STRATEGIES.includes(value)) return `is not a strategy ${got}`;
-      config3.strategy = value;
-      return null;
-    case "model":
-      if (!MODEL.test(value)) return `is not a model name ${got}`;
-      config3.model = value;
-      return null;
-  }
-}
-function keyList() {
-  return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
-}
-function overridesInText(text) {
-  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
-  return m?.[1] ?? null;
-}
-
 // src/core/judge-hints.ts
 var JUDGE_HINTS = [
   [
@@ -53635,504 +53455,6 @@ function withoutResult({ result, ...e }) {
   };
 }
 
-// src/core/worker-drift.ts
-var import_yaml6 = __toESM(require_dist2(), 1);
-var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
-var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
-var PLACEHOLDER = "your-org/forkflush";
-function workerDrift(text, release) {
-  const drift = { stop: [], differ: [] };
-  let doc;
-  try {
-    doc = (0, import_yaml6.parse)(text);
-  } catch (e) {
-    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
-    return drift;
-  }
-  dispatchDrift(doc, drift);
-  const jobs = doc?.jobs ?? {};
-  const withAction = Object.entries(jobs).flatMap(
-    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
-  );
-  const first = withAction[0];
-  if (!first) {
-    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
-    return drift;
-  }
-  stepDrift(first.step, text, release, drift);
-  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
-  return drift;
-}
-function dispatchDrift(doc, drift) {
-  const on = doc?.on;
-  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
-  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
-  if (dispatch === void 0) {
-    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
-    return;
-  }
-  const inputs = dispatch?.inputs ?? {};
-  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
-    );
-}
-function stepDrift(step, text, release, drift) {
-  const uses = step.uses;
-  const [repo = "", ref = ""] = uses.split("@");
-  if (repo.toLowerCase() === PLACEHOLDER) {
-    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
-  } else if (release !== null) {
-    const version2 = versionOf(ref, text, uses);
-    const want = release.replace(/^v/, "");
-    if (version2 === null) {
-      drift.differ.push(
-        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
-      );
-    } else if (version2.split(".")[0] !== want.split(".")[0]) {
-      drift.stop.push(
-        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
-      );
-    } else if (version2.includes(".") && version2 !== want) {
-      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
-    }
-  }
-  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
-  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
-    );
-  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
-  const unknown2 = given.filter((i) => !known.includes(i));
-  if (unknown2.length > 0)
-    drift.differ.push(
-      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
-    );
-  if (!given.includes("context-key"))
-    drift.differ.push(
-      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
-    );
-}
-function versionOf(ref, text, uses) {
-  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
-  if (tag) return tag[1];
-  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
-  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
-  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
-}
-function permissionDrift(job, permissions, drift) {
-  if (permissions === void 0) {
-    drift.differ.push(
-      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
-    );
-    return;
-  }
-  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
-  if (contents !== "write")
-    drift.stop.push(
-      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
-    );
-}
-function workerDriftText(drift, branch) {
-  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
-  const path8 = `.github/workflows/${GITHUB.workflow}`;
-  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
-  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
-  if (drift.stop.length > 0)
-    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
-
-${list(drift.stop)}
-
-` + (drift.differ.length > 0 ? `It also differs in what a run works with:
-
-${list(drift.differ)}
-
-` : "") + `${fix} Then label the issue again.`;
-  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
-
-${list(drift.differ)}
-
-${fix}`;
-}
-
-// src/core/worker-workflow.ts
-var import_yaml7 = __toESM(require_dist2(), 1);
-function workerTimeoutProblem(workflowText, config3) {
-  if (workflowText === null) return null;
-  let doc;
-  try {
-    doc = (0, import_yaml7.parse)(workflowText);
-  } catch {
-    return null;
-  }
-  const jobs = doc?.jobs;
-  if (!jobs || typeof jobs !== "object") return null;
-  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
-  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
-  for (const [name, job] of Object.entries(jobs)) {
-    const j = job;
-    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
-      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
-    );
-    if (!runsEpisodes) continue;
-    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
-    if (typeof minutes !== "number" || minutes >= need) continue;
-    const set3 = Math.ceil(roundDeadlineMinutes(config3));
-    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
-  }
-  return null;
-}
-
-// src/github/observe.ts
-import { createHash as createHash3 } from "node:crypto";
-
-// src/core/journal.ts
-function describeContext(e) {
-  if (e.context === "fresh") return "fresh context";
-  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
-}
-var TRAILERS = {
-  run: "Forkflush-Run",
-  episode: "Forkflush-Episode",
-  score: "Forkflush-Score",
-  reason: "Forkflush-Score-Reason",
-  spent: "Forkflush-Spent",
-  unit: "Forkflush-Unit",
-  exit: "Forkflush-Exit",
-  protectedChanged: "Forkflush-Protected-Changed",
-  seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note",
-  usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox",
-  contextStore: "Forkflush-Context",
-  machineShort: "Forkflush-Machine-Short",
-  failure: "Forkflush-Failure",
-  retries: "Forkflush-Retries",
-  unchanged: "Forkflush-Unchanged",
-  spentBasis: "Forkflush-Spent-Basis"
-};
-var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
-function boundedResult(r) {
-  return {
-    ...r,
-    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
-    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
-    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
-    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
-    ...r.retries ? {
-      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
-    } : {},
-    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
-  };
-}
-function boundedFailure(f) {
-  return {
-    kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
-    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
-  };
-}
-function boundedText(text, max) {
-  return cutText(plainText(text), max);
-}
-function boundedUsage(u) {
-  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
-}
-function resultFromCommit(runId2, e, commit) {
-  const short = commit.sha.slice(0, 7);
-  const parsed = parseCommitMessage(commit.message, commit.sha);
-  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
-    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
-  }
-  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
-    return {
-      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
-    };
-  }
-  return { result: parsed.result };
-}
-function parseCommitMessage(message, commit) {
-  const fields = /* @__PURE__ */ new Map();
-  for (const line of message.split("\n")) {
-    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
-  }
-  const runId2 = fields.get(TRAILERS.run);
-  const episode = fields.get(TRAILERS.episode);
-  const spent2 = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit);
-  const scoreText2 = fields.get(TRAILERS.score);
-  const known = EPISODE_EXITS.includes(exit ?? "");
-  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
-    return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
-  const reason = fields.get(TRAILERS.reason);
-  const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
-  const usage = parseUsage(fields.get(TRAILERS.usage));
-  const sandbox = fields.get(TRAILERS.sandbox);
-  const store = fields.get(TRAILERS.contextStore);
-  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
-  const short = fields.get(TRAILERS.machineShort);
-  const machineShort = RESOURCES.find((r) => r === short);
-  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
-  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
-  const basis = fields.get(TRAILERS.spentBasis);
-  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
-  return {
-    runId: runId2,
-    episode,
-    // A commit's trailers may be any size: the app bounds them as the worker did.
-    result: boundedResult({
-      commit,
-      score: score !== null && Number.isFinite(score) ? score : null,
-      ...reason ? { reason } : {},
-      ...note ? { note } : {},
-      ...usage ? { usage } : {},
-      spent: spent2,
-      exit,
-      protectedChanged: changed ? changed.split(", ") : [],
-      wallSeconds: wall,
-      agentSeconds: agent,
-      graderSeconds: grader,
-      ...sandbox ? { sandbox } : {},
-      ...contextStore ? { contextStore } : {},
-      ...machineShort ? { machineShort } : {},
-      ...failure2 ? { failure: failure2 } : {},
-      ...retries && retries.length > 0 ? { retries } : {},
-      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
-      ...spentBasis ? { spentBasis } : {}
-    })
-  };
-}
-function parseUsage(text) {
-  return parseJson(text, validUsage);
-}
-function parseJson(text, valid) {
-  if (!text) return void 0;
-  try {
-    return valid(JSON.parse(text)) ?? void 0;
-  } catch {
-    return void 0;
-  }
-}
-function parseCommitDetails(message) {
-  const lines2 = message.split("\n");
-  const changes = lines2.find((l) => l.startsWith("Changes: "));
-  if (changes === void 0) return null;
-  const start = lines2.indexOf("Journal:");
-  const journalTail = [];
-  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
-    journalTail.push(lines2[i].slice(2));
-  }
-  const diffStat = changes.slice("Changes: ".length);
-  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
-  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
-}
-
-// src/github/record.ts
-import { createHash as createHash2 } from "node:crypto";
-function layoutOf(files) {
-  return files.refsLayout ?? 1;
-}
-function refsOf(state, files) {
-  return runRefs(state.id, layoutOf(files));
-}
-function phaseOf(state, files) {
-  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-}
-function viewOf(state, files) {
-  const refs = refsOf(state, files);
-  return {
-    lineage: refName(refs.lineage(0, state.lineages.length)),
-    best: refName(refs.best),
-    issue: files.issue,
-    resultPr: files.finalPr || null,
-    ...files.baseGrade ? { baseGrade: files.baseUngraded ? "lost" : files.baseGrade } : {},
-    ...files.overrides ? { overrides: files.overrides } : {},
-    ...files.stopReason ? { stopReason: files.stopReason } : {},
-    ...files.blocked ? { blocked: files.blocked } : {},
-    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
-  };
-}
-function resultLineage(state) {
-  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
-  return best?.lineage ?? 0;
-}
-function resultCommit(state) {
-  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
-  return lineage?.head ?? state.base.commit;
-}
-function workDone(state, files) {
-  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
-  return {
-    opened: Object.keys(files.dispatched).map(Number),
-    published: Object.keys(files.published),
-    settled: files.settled,
-    best: files.bestCommit,
-    finished: files.finalPr !== null && at
-  };
-}
-async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
-  let candidate = { state, files: mine, sha: expected2 };
-  for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      return await api.saveRun(
-        stateRef(state.id),
-        candidate.state,
-        candidate.files,
-        candidate.sha,
-        "forkflush: work done"
-      );
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-      const latest = await api.loadRun(stateRef(state.id));
-      if (!latest) throw e;
-      candidate = {
-        state: latest.state,
-        files: mergeDone(latest.files, mine, released, completedChecks),
-        sha: latest.sha
-      };
-    }
-  }
-  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
-}
-function mergeDone(latest, mine, released, completedChecks) {
-  const claims = { ...latest.claims };
-  for (const key of released) delete claims[key];
-  const { orphanChecks: listed, blocked: _theirs, ...rest } = latest;
-  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
-  return {
-    ...rest,
-    ...orphanChecks.length > 0 ? { orphanChecks } : {},
-    dispatched: { ...latest.dispatched, ...mine.dispatched },
-    published: { ...latest.published, ...mine.published },
-    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
-    finalPr: latest.finalPr ?? mine.finalPr,
-    ...pick2(mine, latest, "resultHead"),
-    ...pick2(mine, latest, "resultDigest"),
-    ...pick2(mine, latest, "runCheck"),
-    // What this handler last tried is what holds the run up now, or nothing does.
-    ...mine.blocked ? { blocked: mine.blocked } : {},
-    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
-    bestCommit: mine.bestCommit ?? latest.bestCommit,
-    commentId: latest.commentId ?? mine.commentId,
-    commentDigest: mine.commentDigest ?? latest.commentDigest,
-    claims
-  };
-}
-function pick2(mine, latest, key) {
-  const value = mine[key] ?? latest[key];
-  return value === void 0 ? {} : { [key]: value };
-}
-function textDigest(text) {
-  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
-}
-
-// src/github/observe.ts
-var Commits = class {
-  constructor(api) {
-    this.api = api;
-  }
-  api;
-  known = /* @__PURE__ */ new Map();
-  async get(sha2) {
-    const known = this.known.get(sha2);
-    if (known !== void 0) return known;
-    const commit = await this.api.commit(sha2);
-    this.known.set(sha2, commit);
-    return commit;
-  }
-};
-function protectedDigest(tree, globs) {
-  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
-}
-async function observeBase(api, commits, state, files, seen) {
-  const dispatched = files.dispatched["0"];
-  if (files.baseGrade !== "asked" || !dispatched) return state;
-  const head = await api.refSha(baseGradeRef(state.id));
-  let grade = null;
-  if (head) {
-    const commit = await commits.get(head);
-    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
-    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
-    grade = problem2 === null && "result" in read2 ? {
-      score: read2.result.score,
-      ...read2.result.reason ? { reason: read2.result.reason } : {},
-      graderSeconds: read2.result.graderSeconds
-    } : { score: null, reason: problem2 ?? "not a grade" };
-  } else if (seen.failedJobs?.[BASE_JOB]) {
-    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
-  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
-    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
-  }
-  if (!grade) return state;
-  files.baseGrade = "done";
-  if (!head) files.baseUngraded = true;
-  return applyBaseGrade(state, grade);
-}
-function applyBaseGrade(state, grade) {
-  const base = {
-    commit: state.base.commit,
-    score: grade.score,
-    ...grade.reason ? { reason: grade.reason } : {},
-    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
-  };
-  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
-  return {
-    ...state,
-    base,
-    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
-  };
-}
-async function observe(api, commits, state, files, seen) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
-  if (!open2 || !dispatched) return state;
-  const refs = refsOf(state, files);
-  const heads = await api.refHeads(refs.round(open2.index));
-  let next = state;
-  for (const e of open2.episodes) {
-    if (e.result) continue;
-    const head = heads.get(refs.episode(e.round, e.branch));
-    let result = null;
-    if (head && head !== e.base) {
-      const commit = await commits.get(head);
-      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
-      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
-      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
-    } else if (seen.failedJobs?.[e.id]) {
-      result = failedResult(e, seen.failedJobs[e.id]);
-    } else if (seen.roundEnded === open2.index) {
-      result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline) && !await startedLate(api, files, e.id, state, seen.now)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
-    }
-    if (result) next = applyResult(next, e.id, result);
-  }
-  return next;
-}
-async function startedLate(api, files, episode, state, now) {
-  const check2 = files.checks?.[episode];
-  const started = check2 === void 0 ? null : await api.checks.jobStarted(check2);
-  return started !== null && now.getTime() <= Date.parse(started) + roundDeadlineMinutes(state.config) * 6e4;
-}
-async function protectedProblem(api, state, files, sha2, commit) {
-  if (!files.protectedDigest) return null;
-  const short = sha2.slice(0, 7);
-  const tree = await api.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
-  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
-  if (protectedDigest(tree, globs) !== files.protectedDigest) {
-    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
-  }
-  return null;
-}
-
 // src/core/report.ts
 function rowOutcome(round, e) {
   return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
@@ -54202,91 +53524,6 @@ function usageText(u) {
     parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? "priced by forkflush" : "as the agent reported it"}`);
   if (u.turns !== null) parts.push(`${u.turns} turns`);
   return parts.join(", ");
-}
-
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  const forkRounds = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
-    for (const e of round.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
-      }
-    }
-    x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
-  }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
-  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
-  return {
-    segments,
-    failures,
-    best,
-    forkPoints,
-    forkRounds,
-    initial: state.base.score,
-    xMax: Math.max(c.budget.total, x),
-    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
-  };
-}
-function zoomRange(o) {
-  const sign2 = o.direction === "maximize" ? 1 : -1;
-  const good = (xs) => xs.map((v) => v * sign2);
-  const floors = [];
-  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
-  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
-  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
-  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
-  const floor = Math.min(...floors) * sign2;
-  return paddedRange([floor, o.best]);
-}
-function quantile(values, q) {
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
-}
-var COLORS = {
-  adopted: "#1d4ed8",
-  kept: "#15803d",
-  dropped: "#9ca3af",
-  undecided: "#d97706"
-};
-var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
-function paddedRange(values) {
-  if (values.length === 0) return [0, 1];
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (lo === hi) {
-    lo -= Math.abs(lo) * 0.1 || 1;
-    hi += Math.abs(hi) * 0.1 || 1;
-  }
-  const pad = (hi / 2 - lo / 2) * 0.16;
-  const finite = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
-  return [finite(finite(lo) - pad), finite(finite(hi) + pad)];
 }
 
 // src/core/github-text.ts
@@ -54449,6 +53686,407 @@ function parseCommand(body) {
   };
 }
 var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
+
+// src/core/map/sample.ts
+function runSnapshots(state, limit) {
+  const all = candidates(state);
+  const must = all.filter((s) => s.forkPoint || s.branch !== null || s.final || lastOfLineage(all, s));
+  const rest = all.filter((s) => !must.includes(s));
+  const room = Math.max(0, limit - must.length);
+  const picked = new Set(must);
+  if (room >= rest.length) for (const s of rest) picked.add(s);
+  else for (let i = 0; i < room; i++) picked.add(rest[Math.floor((i + 0.5) * rest.length / room)]);
+  return all.filter((s) => picked.has(s));
+}
+function candidates(state) {
+  const forkBases = new Set(
+    state.rounds.filter((r) => r.kind === "fork").flatMap((r) => r.episodes.map((e) => e.base))
+  );
+  const seen = /* @__PURE__ */ new Set();
+  const out = [];
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
+      const commit = e.result?.commit;
+      if (!commit || commit === state.base.commit || seen.has(commit)) continue;
+      seen.add(commit);
+      out.push(snapshotOf(state, round, e, commit, forkBases));
+    }
+  }
+  return out;
+}
+function snapshotOf(state, round, e, commit, forkBases) {
+  const outcome = outcomeOf(round, e);
+  const fork = round.kind === "fork" && round.decision !== void 0;
+  return {
+    run: state.id,
+    episode: e.id,
+    commit,
+    base: e.base,
+    score: e.result?.score ?? null,
+    round: round.index,
+    phase: round.phase,
+    lineage: e.lineage,
+    path: outcome === "adopted" || outcome === "kept",
+    forkPoint: forkBases.has(commit),
+    branch: fork ? round.decision?.winner === e.id ? "selected" : "rejected" : null,
+    final: state.best?.commit === commit
+  };
+}
+function lastOfLineage(all, s) {
+  return all.filter((x) => x.lineage === s.lineage && x.path).at(-1) === s;
+}
+
+// src/core/map/record.ts
+var MAP_VERSION = 1;
+var pointSchema = external_exports.object({
+  /** The snapshot's commit: the id the judge saw in its triplet file. */
+  id: external_exports.string(),
+  run: external_exports.string(),
+  strategy: external_exports.enum(STRATEGIES),
+  variant: external_exports.string().nullable(),
+  seed: external_exports.number(),
+  episode: external_exports.string(),
+  round: external_exports.number(),
+  phase: external_exports.string(),
+  lineage: external_exports.number(),
+  commit: external_exports.string(),
+  score: external_exports.number().nullable(),
+  x: external_exports.number(),
+  y: external_exports.number(),
+  /** Its basin's index in `basins`. */
+  basin: external_exports.number(),
+  path: external_exports.boolean(),
+  forkPoint: external_exports.boolean(),
+  branch: external_exports.enum(["selected", "rejected"]).nullable(),
+  final: external_exports.boolean()
+});
+var jumpSchema = external_exports.object({ id: external_exports.string(), steps: external_exports.number().nullable(), newBasin: external_exports.boolean() });
+var mapRecordSchema = external_exports.object({
+  version: external_exports.literal(MAP_VERSION),
+  target: external_exports.object({ kind: external_exports.enum(["run", "compare", "probe"]), id: external_exports.string() }),
+  createdAt: external_exports.string(),
+  direction: external_exports.enum(["maximize", "minimize"]),
+  /** Who judged: its kind, and the model or command. */
+  judge: external_exports.object({ kind: external_exports.string(), label: external_exports.string() }),
+  embedding: external_exports.enum(EMBEDDINGS),
+  seed: external_exports.number(),
+  points: external_exports.array(pointSchema),
+  basins: external_exports.array(
+    external_exports.object({
+      id: external_exports.number(),
+      name: external_exports.string(),
+      points: external_exports.array(external_exports.string()),
+      runs: external_exports.array(external_exports.string()),
+      hull: external_exports.array(external_exports.tuple([external_exports.number(), external_exports.number()]))
+    })
+  ),
+  /** The mean silhouette of the basins' cut; null for one basin. */
+  silhouette: external_exports.number().nullable(),
+  agreement: external_exports.object({
+    /** On the held-out judgments: the share the map's distances agree with. */
+    heldOut: external_exports.number().nullable(),
+    /** Run membership alone on the same judgments: the anchor's run-mate is closer; otherwise a coin. */
+    runIdentity: external_exports.number().nullable(),
+    chance: external_exports.number(),
+    heldOutJudgments: external_exports.number(),
+    /** On the judgments the map was fitted to. */
+    fitted: external_exports.number().nullable(),
+    fittedJudgments: external_exports.number()
+  }),
+  /** How many judgments the map used (fitted and held out): each one the judge answered, in `triplets`. */
+  judgments: external_exports.number(),
+  /** Every judgment the map used, as the judge answered it. */
+  triplets: external_exports.array(
+    external_exports.object({
+      anchor: external_exports.string(),
+      a: external_exports.string(),
+      b: external_exports.string(),
+      answer: external_exports.enum(["a", "b"]),
+      heldOut: external_exports.boolean()
+    })
+  ),
+  /** The median step between consecutive snapshots of single runs (or of serial episodes), and which. */
+  step: external_exports.object({ median: external_exports.number().nullable(), from: external_exports.enum(["single-run", "serial"]).nullable() }),
+  /** Each fork round from a snapshot: how far its branches moved, in median steps. */
+  jumps: external_exports.array(
+    external_exports.object({
+      run: external_exports.string(),
+      round: external_exports.number(),
+      phase: external_exports.string(),
+      from: external_exports.string(),
+      selected: jumpSchema.nullable(),
+      rejected: external_exports.array(jumpSchema)
+    })
+  ),
+  /** Per run: its snapshots on the map and the basins they fall in. */
+  runs: external_exports.array(
+    external_exports.object({
+      run: external_exports.string(),
+      strategy: external_exports.enum(STRATEGIES),
+      variant: external_exports.string().nullable(),
+      seed: external_exports.number(),
+      points: external_exports.number(),
+      basins: external_exports.array(external_exports.string())
+    })
+  ),
+  /** What the judge could not answer, after one retry each: left out, counted, its errors quoted. */
+  failed: external_exports.object({
+    specs: external_exports.array(external_exports.object({ run: external_exports.string(), episode: external_exports.string(), commit: external_exports.string(), error: external_exports.string() })),
+    judgments: external_exports.number(),
+    errors: external_exports.array(external_exports.string())
+  }),
+  calls: external_exports.object({
+    spec: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() }),
+    triplet: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() })
+  }),
+  /** What the specs and judgments of this map cost (cached ones at what they cost when made). */
+  spent: external_exports.number(),
+  unit: external_exports.enum(MAP_UNITS),
+  budget: external_exports.number()
+});
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+function parseMapRecord(text) {
+  let json2;
+  try {
+    json2 = JSON.parse(text);
+  } catch {
+    return { problem: "not JSON" };
+  }
+  const r = mapRecordSchema.safeParse(json2);
+  if (r.success) return r.data;
+  const issue2 = r.error.issues[0];
+  return { problem: `${issue2?.path.join(".") || "the map"}: ${issue2?.message ?? "not valid"}` };
+}
+
+// src/core/map/report.ts
+var fixed2 = (x) => x === null ? "-" : x.toFixed(2);
+function amount(x) {
+  if (Math.abs(x) < 1e4) return formatNumber(x, 4);
+  return String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+var plural2 = (n, word, many = `${word}s`) => `${formatNumber(n)} ${n === 1 ? word : many}`;
+function agreementLine(m) {
+  const a = m.agreement;
+  if (a.heldOut === null)
+    return `No judgment was held out, so the map's agreement is not measured (fitted: ${fixed2(a.fitted)}).`;
+  const paper = `the paper: ${PAPER_MAP.agreement.low.toFixed(2)}\u2013${PAPER_MAP.agreement.high.toFixed(2)}, run identity ${PAPER_MAP.runIdentity.low.toFixed(2)}\u2013${PAPER_MAP.runIdentity.high.toFixed(2)}`;
+  return `Held-out agreement ${fixed2(a.heldOut)} on ${plural2(a.heldOutJudgments, "judgment")} (run identity alone ${fixed2(a.runIdentity)}, chance ${fixed2(a.chance)}; ${paper}).`;
+}
+function jumpLines(m) {
+  if (m.jumps.length === 0) return [];
+  if (m.step.median === null || m.step.median === 0)
+    return ["The fork rounds' jumps are not measured: the map has no single-run or serial steps to measure them by."];
+  const selected = m.jumps.flatMap((j) => j.selected?.steps == null ? [] : [j.selected.steps]);
+  const rejected = m.jumps.flatMap((j) => j.rejected.flatMap((r) => r.steps === null ? [] : [r.steps]));
+  const newBasin = m.jumps.filter((j) => j.selected?.newBasin).length;
+  const unit = m.step.from === "single-run" ? "median single-run steps" : "median serial steps";
+  const parts = [
+    selected.length > 0 ? `Selected fork branches moved a median of ${formatNumber(median(selected), 3)} ${unit} (most ${formatNumber(Math.max(...selected), 3)}); ${newBasin} of ${m.jumps.length} fork rounds moved the lineage into another basin.` : "No fork round selected a branch on the map."
+  ];
+  if (rejected.length > 0)
+    parts.push(
+      `Rejected branches moved at most ${formatNumber(Math.max(...rejected), 3)} (median ${formatNumber(median(rejected), 3)}). The paper: a selected branch jumped ${PAPER_MAP.selectedJump} median single-run steps into a new basin, rejected ones at most 1.`
+    );
+  return parts;
+}
+function mapSection(m, o = {}) {
+  const out = ["## Idea map", ""];
+  if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, "");
+  out.push(
+    `${plural2(m.points.length, "snapshot")} of ${plural2(m.runs.length, "run")} placed by ${m.embedding === "soe" ? "SOE" : "t-STE"} from ${plural2(m.judgments, "triplet judgment")} of the judge (${m.judge.label}), grouped into ${plural2(m.basins.length, "basin")}; made ${m.createdAt.slice(0, 16).replace("T", " ")} UTC by \`forkflush map\`. ${agreementLine(m)}`,
+    "",
+    "### Basins visited per run",
+    "",
+    markdownTable(
+      ["strategy", "variant", "runs", "basins visited, mean", "each run (seed: basins)"],
+      byStrategy(m).map((g) => [
+        g.strategy,
+        g.variant ?? "-",
+        String(g.runs.length),
+        formatNumber(g.runs.reduce((s, r) => s + r.basins.length, 0) / g.runs.length, 3),
+        g.runs.map((r) => `${r.seed}: ${r.basins.join(" ")}`).join("; ")
+      ])
+    ),
+    ""
+  );
+  if (m.jumps.length > 0) {
+    out.push("### Fork rounds: how far the branches moved", "", ...jumpLines(m).map((l) => `${l}  `), "");
+    out.push(
+      markdownTable(
+        ["run", "round", "selected branch (steps)", "into another basin", "rejected branches, most (steps)"],
+        m.jumps.map((j) => [
+          j.run,
+          `${j.round} (${j.phase})`,
+          j.selected ? fixed2(j.selected.steps) : "-",
+          j.selected ? j.selected.newBasin ? "yes" : "no" : "-",
+          j.rejected.length > 0 ? fixed2(Math.max(...j.rejected.map((r) => r.steps ?? 0))) : "-"
+        ])
+      ),
+      "",
+      `_A step is the median distance between consecutive snapshots of ${m.step.from === "single-run" ? "single runs" : "serial episodes"} on the map (${fixed2(m.step.median)}); a branch's move is its distance from the fork point in those steps._`,
+      ""
+    );
+  }
+  const failed = m.failed.specs.length + m.failed.judgments;
+  if (failed > 0)
+    out.push(
+      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${m.failed.errors[0] ?? "-"}`,
+      ""
+    );
+  out.push(
+    "_How to read it: each point is a snapshot (an episode's commit), placed so that snapshots the judge found alike are near each other; only distances mean something, not the axes. Outlines are basins, lines each run's path in order, rings fork points, diamonds selected branches, crosses rejected ones, stars each run's best; darker points scored better._",
+    ""
+  );
+  return out.join("\n");
+}
+function byStrategy(m) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const r of m.runs) {
+    const key = `${r.strategy} ${r.variant ?? ""}`;
+    const g = groups2.get(key) ?? { strategy: r.strategy, variant: r.variant, runs: [] };
+    g.runs.push(r);
+    groups2.set(key, g);
+  }
+  return [...groups2.values()];
+}
+
+// src/core/map/settings.ts
+function mapSettings(c) {
+  const m = c.map ?? {};
+  const taskUnit = c.budget.unit;
+  const unit = m.unit ?? (taskUnit === "evaluations" ? "minutes" : taskUnit);
+  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
+  return {
+    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
+    triplets: m.triplets ?? null,
+    heldOut: m.held_out ?? MAP_HELD_OUT,
+    judge: m.judge ?? c.agent,
+    budget,
+    unit,
+    embedding: m.embedding ?? "tste"
+  };
+}
+
+// src/core/github-map.ts
+var MAP_FEWEST_SNAPSHOTS = 3;
+function mapAskProblem(state, config3) {
+  const graded = allEpisodes(state).filter((e) => e.result && e.result.score !== null && e.result.commit !== e.base);
+  if (graded.length === 0) return "the run has no graded episode yet: ask again once its first episodes have scores.";
+  const snapshots = runSnapshots(state, mapSettings(config3).snapshots).length;
+  if (snapshots < MAP_FEWEST_SNAPSHOTS)
+    return `the run has ${snapshots} snapshot${snapshots === 1 ? "" : "s"} (episodes with a workspace of their own): a map needs ${MAP_FEWEST_SNAPSHOTS}; ask again after another round.`;
+  return null;
+}
+function mapImageUrl(repositoryUrl, commit, png) {
+  return `${repositoryUrl.replace(/\/+$/, "")}/blob/${commit}/${png ? "map.png" : "map.svg"}?raw=true`;
+}
+function mapComment(m, o) {
+  const where = `\`${mapRef(o.run)}\` at \`${o.commit.slice(0, 10)}\``;
+  const spent2 = `the judge spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`;
+  const body = [
+    mapSection(m, { image: o.image }).replace("by `forkflush map`", "by `/autoresearch map`"),
+    `map.json, map.svg and the judge's answers are on ${where}; ${spent2}${o.jobUrl ? ` ([its job](${o.jobUrl}))` : ""}.`
+  ];
+  return clip(body.join("\n"), BODY_MAX_CHARS);
+}
+function mapFailedComment(why, jobUrl) {
+  return clip(
+    `forkflush drew no idea map: ${inertCodeSpan(why)}${jobUrl ? ` ([its job](${jobUrl}) says why)` : ""}. Every answer the judge gave is kept: \`/autoresearch map\` asks again and pays only for the rest.`,
+    BODY_MAX_CHARS
+  );
+}
+function mapDrawnLine(m) {
+  return `${m.points.length} snapshots, ${m.basins.length} basin${m.basins.length === 1 ? "" : "s"}. ${agreementLine(m)}`;
+}
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  const forkRounds = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
+    for (const e of round.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
+    }
+    x = x1;
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign2 = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign2);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign2;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var COLORS = {
+  adopted: "#1d4ed8",
+  kept: "#15803d",
+  dropped: "#9ca3af",
+  undecided: "#d97706"
+};
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi / 2 - lo / 2) * 0.16;
+  const finite = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
+  return [finite(finite(lo) - pad), finite(finite(hi) + pad)];
+}
 
 // src/core/github-status.ts
 function issueComment(state, phase, notes = [], view = branchView(state)) {
@@ -54675,6 +54313,330 @@ function finalPrBody(state, issue2 = null, view = branchView(state)) {
 }
 function mapLines(map2) {
   return ["#### Idea map", "", `![Idea map: where the agents searched](${map2.image})`, "", map2.line];
+}
+
+// src/core/limits.ts
+var scheduled = /* @__PURE__ */ new Map();
+function scheduleRounds(config3) {
+  const key = JSON.stringify(config3);
+  const known = scheduled.get(key);
+  if (known !== void 0) return known;
+  let rounds;
+  try {
+    rounds = simulate(config3, () => ({ spent: 0, score: null })).rounds.length;
+  } catch {
+    rounds = SIMULATED_MAX_ROUNDS;
+  }
+  if (scheduled.size >= SCHEDULES_REMEMBERED_MAX) scheduled.clear();
+  scheduled.set(key, rounds);
+  return rounds;
+}
+function roundLimit(config3) {
+  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
+}
+function roundsUsed(state) {
+  const extrasOpened = state.rounds.filter((r) => r.extra).length;
+  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
+}
+function roundsLeft(state) {
+  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
+}
+function roundLimitProblem(state) {
+  if (roundsLeft(state) > 0) return null;
+  const used = roundsUsed(state);
+  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
+}
+function advanceWithinLimits(state, halt = () => false) {
+  const limit = roundLimit(state.config);
+  let capped = false;
+  const out = advance(state, (s, next) => {
+    if (halt(s, next)) return true;
+    if (next.type !== "open" || s.rounds.length < limit) return false;
+    capped = true;
+    return true;
+  });
+  if (!capped) return { ...out, capped };
+  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
+}
+function endedAtRoundLimit(state) {
+  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
+  if (state.rounds.some((r) => !r.decision)) return false;
+  return nextRound(state) !== null;
+}
+function roundLimitNotes(state) {
+  if (!endedAtRoundLimit(state)) return [];
+  return [
+    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
+  ];
+}
+function limitText(config3) {
+  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
+}
+function runsPerRepoProblem(config3, running, again) {
+  const limit = config3.limits.runs_per_repo;
+  if (running.length < limit) return null;
+  const which = running.join(", ");
+  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
+}
+
+// src/core/losers.ts
+var LOSER_CAP = { entries: 12, entryChars: 400 };
+function keepsLosers(config3) {
+  return config3.fork.losers === "journal" && config3.fork.branches > 1;
+}
+function losersOf(round) {
+  const winner = round.decision?.winner;
+  if (round.kind !== "fork" || !winner) return [];
+  return round.episodes.filter((e) => e.id !== winner && e.result);
+}
+function loserNotes(episode, baseJournal, loserJournal) {
+  const known = /* @__PURE__ */ new Map();
+  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
+  const entries = [];
+  let current = [];
+  const flush = () => {
+    const text = current.join(" ").replace(/\s+/g, " ").trim();
+    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
+    current = [];
+  };
+  for (const raw of plainText(loserJournal).split("\n")) {
+    const line = raw.trim();
+    const seen = known.get(line) ?? 0;
+    if (line === "" || seen > 0) {
+      if (seen > 0) known.set(line, seen - 1);
+      flush();
+      continue;
+    }
+    if (ENTRY_START.test(line)) flush();
+    current.push(line);
+  }
+  flush();
+  const kept = entries.slice(-LOSER_CAP.entries);
+  return { episode, entries: kept, earlier: entries.length - kept.length };
+}
+var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
+var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
+function lines(text) {
+  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
+async function recordLosers(state, read2) {
+  if (!keepsLosers(state.config)) return state;
+  let next = state;
+  for (const round of state.rounds) {
+    const losers = losersOf(round);
+    if (round.losers || losers.length === 0) continue;
+    const base = await read2(losers[0].base);
+    const notes = [];
+    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    next = {
+      ...next,
+      rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
+    };
+  }
+  return next;
+}
+
+// src/github/observe.ts
+import { createHash as createHash3 } from "node:crypto";
+
+// src/github/record.ts
+import { createHash as createHash2 } from "node:crypto";
+function layoutOf(files) {
+  return files.refsLayout ?? 1;
+}
+function refsOf(state, files) {
+  return runRefs(state.id, layoutOf(files));
+}
+function phaseOf(state, files) {
+  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+}
+function viewOf(state, files) {
+  const refs = refsOf(state, files);
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...files.baseGrade ? { baseGrade: files.baseUngraded ? "lost" : files.baseGrade } : {},
+    ...files.overrides ? { overrides: files.overrides } : {},
+    ...files.stopReason ? { stopReason: files.stopReason } : {},
+    ...files.blocked ? { blocked: files.blocked } : {},
+    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
+  };
+}
+function resultLineage(state) {
+  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
+  return best?.lineage ?? 0;
+}
+function resultCommit(state) {
+  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
+  return lineage?.head ?? state.base.commit;
+}
+function workDone(state, files) {
+  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
+  return {
+    opened: Object.keys(files.dispatched).map(Number),
+    published: Object.keys(files.published),
+    settled: files.settled,
+    best: files.bestCommit,
+    finished: files.finalPr !== null && at
+  };
+}
+async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
+  let candidate = { state, files: mine, sha: expected2 };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await api.saveRun(
+        stateRef(state.id),
+        candidate.state,
+        candidate.files,
+        candidate.sha,
+        "forkflush: work done"
+      );
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const latest = await api.loadRun(stateRef(state.id));
+      if (!latest) throw e;
+      candidate = {
+        state: latest.state,
+        files: mergeDone(latest.files, mine, released, completedChecks),
+        sha: latest.sha
+      };
+    }
+  }
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
+}
+function mergeDone(latest, mine, released, completedChecks) {
+  const claims = { ...latest.claims };
+  for (const key of released) delete claims[key];
+  const { orphanChecks: listed, blocked: _theirs, ...rest } = latest;
+  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
+  return {
+    ...rest,
+    ...orphanChecks.length > 0 ? { orphanChecks } : {},
+    dispatched: { ...latest.dispatched, ...mine.dispatched },
+    published: { ...latest.published, ...mine.published },
+    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
+    finalPr: latest.finalPr ?? mine.finalPr,
+    ...pick2(mine, latest, "resultHead"),
+    ...pick2(mine, latest, "resultDigest"),
+    ...pick2(mine, latest, "runCheck"),
+    // What this handler last tried is what holds the run up now, or nothing does.
+    ...mine.blocked ? { blocked: mine.blocked } : {},
+    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
+    bestCommit: mine.bestCommit ?? latest.bestCommit,
+    commentId: latest.commentId ?? mine.commentId,
+    commentDigest: mine.commentDigest ?? latest.commentDigest,
+    claims
+  };
+}
+function pick2(mine, latest, key) {
+  const value = mine[key] ?? latest[key];
+  return value === void 0 ? {} : { [key]: value };
+}
+function textDigest(text) {
+  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+// src/github/observe.ts
+var Commits = class {
+  constructor(api) {
+    this.api = api;
+  }
+  api;
+  known = /* @__PURE__ */ new Map();
+  async get(sha2) {
+    const known = this.known.get(sha2);
+    if (known !== void 0) return known;
+    const commit = await this.api.commit(sha2);
+    this.known.set(sha2, commit);
+    return commit;
+  }
+};
+function protectedDigest(tree, globs) {
+  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
+}
+async function observeBase(api, commits, state, files, seen) {
+  const dispatched = files.dispatched["0"];
+  if (files.baseGrade !== "asked" || !dispatched) return state;
+  const head = await api.refSha(baseGradeRef(state.id));
+  let grade = null;
+  if (head) {
+    const commit = await commits.get(head);
+    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
+    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
+    grade = problem2 === null && "result" in read2 ? {
+      score: read2.result.score,
+      ...read2.result.reason ? { reason: read2.result.reason } : {},
+      graderSeconds: read2.result.graderSeconds
+    } : { score: null, reason: problem2 ?? "not a grade" };
+  } else if (seen.failedJobs?.[BASE_JOB]) {
+    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
+  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
+  }
+  if (!grade) return state;
+  files.baseGrade = "done";
+  if (!head) files.baseUngraded = true;
+  return applyBaseGrade(state, grade);
+}
+function applyBaseGrade(state, grade) {
+  const base = {
+    commit: state.base.commit,
+    score: grade.score,
+    ...grade.reason ? { reason: grade.reason } : {},
+    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
+  };
+  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
+  return {
+    ...state,
+    base,
+    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
+  };
+}
+async function observe(api, commits, state, files, seen) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
+  if (!open2 || !dispatched) return state;
+  const refs = refsOf(state, files);
+  const heads = await api.refHeads(refs.round(open2.index));
+  let next = state;
+  for (const e of open2.episodes) {
+    if (e.result) continue;
+    const head = heads.get(refs.episode(e.round, e.branch));
+    let result = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
+      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id]);
+    } else if (seen.roundEnded === open2.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline) && !await startedLate(api, files, e.id, state, seen.now)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+async function startedLate(api, files, episode, state, now) {
+  const check2 = files.checks?.[episode];
+  const started = check2 === void 0 ? null : await api.checks.jobStarted(check2);
+  return started !== null && now.getTime() <= Date.parse(started) + roundDeadlineMinutes(state.config) * 6e4;
+}
+async function protectedProblem(api, state, files, sha2, commit) {
+  if (!files.protectedDigest) return null;
+  const short = sha2.slice(0, 7);
+  const tree = await api.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
+  }
+  return null;
 }
 
 // src/github/work.ts
@@ -55069,6 +55031,509 @@ function summaryLine(state) {
   return open2 ? `round ${open2.index} (${open2.phase})` : state.status;
 }
 
+// src/github/map.ts
+async function askMap(ctx, stored, asked) {
+  const { files } = stored;
+  const key = asked.keys[0] ?? "";
+  if (files.map?.asked === key) {
+    if (!files.map.dispatched) await dispatchMap(ctx, stored);
+    return null;
+  }
+  const config3 = await mapConfig(ctx.api, files, stored.state.config);
+  if ("problem" in config3) return `forkflush drew no idea map: ${config3.problem}`;
+  const problem2 = mapAskProblem(stored.state, config3.config);
+  if (problem2) return `forkflush drew no idea map: ${problem2}`;
+  const next = await amendOnce(ctx.api, stored, "forkflush: map asked", asked.keys, (s) => ({
+    state: s.state,
+    files: {
+      ...s.files,
+      map: {
+        asked: key,
+        by: asked.by,
+        at: ctx.now.toISOString(),
+        ...config3.commit ? { configCommit: config3.commit } : {},
+        ...s.files.map?.drawn ? { drawn: s.files.map.drawn } : {}
+      }
+    }
+  }));
+  if (next) await dispatchMap(ctx, next);
+  await wakeTick(ctx);
+  return null;
+}
+async function mapConfig(api, files, own4) {
+  const branch = files.defaultBranch;
+  const commit = await api.refSha(`refs/heads/${branch}`);
+  const text = commit ? await api.readFile(files.configPath, commit) : null;
+  if (!commit || text === null) return { config: own4 };
+  try {
+    return { config: parseConfig(text, files.configPath ?? CONFIG_PATH), commit };
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    return {
+      problem: `the map reads its settings (\`map:\`) from \`${files.configPath}\` on \`${branch}\`, which is not valid. Fix these, then ask again:
+
+${e.problems.map((p) => `- ${p}`).join("\n")}`
+    };
+  }
+}
+async function dispatchMap(ctx, stored) {
+  const runId2 = await ctx.api.workflows.dispatch(GITHUB.workflow, stored.files.defaultBranch, {
+    run: stored.state.id,
+    round: MAP_JOB,
+    episodes: JSON.stringify([MAP_JOB])
+  });
+  const at = ctx.now.toISOString();
+  await amendOnce(ctx.api, stored, "forkflush: map dispatched", [], (s) => ({
+    state: s.state,
+    files: s.files.map ? { ...s.files, map: { ...s.files.map, dispatched: { at, ...runId2 !== null ? { runId: runId2 } : {} } } } : s.files
+  }));
+}
+async function mapJobEnded(ctx, end) {
+  const stored = await ctx.api.loadRun(stateRef(end.run));
+  const map2 = stored?.files.map;
+  if (!stored || !map2) return;
+  const why = await notTheMapRunProblem(ctx.api, stored.files, end);
+  if (why) {
+    ctx.log?.(`ignored the end of workflow run ${end.workflowRun}: ${why}`);
+    return;
+  }
+  const issue2 = stored.files.issue;
+  const shown = await showMap(ctx.api, end);
+  if ("problem" in shown)
+    await ctx.api.issues.commentOnce(issue2, `map-failed:${end.workflowRun}`, mapFailedComment(shown.problem, end.url));
+  else await ctx.api.issues.commentOnce(issue2, `map:${shown.drawn.commit}`, shown.comment);
+  const drawn = "drawn" in shown ? shown.drawn : map2.drawn;
+  if (map2.ended === end.workflowRun && map2.drawn?.commit === drawn?.commit) return;
+  const next = await amendOnce(ctx.api, stored, "forkflush: map ended", [deliveryKey(end.delivery)], (s) => ({
+    state: s.state,
+    // A newer ask's map is not this run's to end.
+    files: s.files.map?.asked === map2.asked ? { ...s.files, map: { ...s.files.map, ended: end.workflowRun, ...drawn ? { drawn } : {} } } : s.files
+  }));
+  if (next && "drawn" in shown) await syncOrYield(ctx, next);
+}
+async function showMap(api, end) {
+  if (end.conclusion !== "success") return { problem: `its job ended: ${end.conclusion ?? "unknown"}` };
+  const head = await api.refSha(mapRef(end.run));
+  const text = head ? await api.readFile("map.json", head) : null;
+  if (!head || text === null) return { problem: `its job pushed no map to ${mapRef(end.run)}` };
+  const record2 = parseMapRecord(text);
+  if ("problem" in record2) return { problem: `${mapRef(end.run)}: map.json: ${record2.problem}` };
+  const tree = await api.treeFiles((await api.commit(head)).tree);
+  const image = mapImageUrl(end.repositoryUrl, head, tree?.some((f) => f.path === "map.png") ?? false);
+  return {
+    comment: mapComment(record2, { image, run: end.run, commit: head, ...end.url ? { jobUrl: end.url } : {} }),
+    drawn: { commit: head, image, line: mapDrawnLine(record2) }
+  };
+}
+var LOST_MAP_MS = 24 * 60 * 60 * 1e3;
+function mapAwaited(files, now) {
+  const sent = files.map?.dispatched;
+  return !!sent && files.map?.ended === void 0 && now.getTime() - Date.parse(sent.at) < LOST_MAP_MS;
+}
+async function mapOnTick(ctx, run2) {
+  const stored = await ctx.api.loadRun(stateRef(run2));
+  const map2 = stored?.files.map;
+  if (!stored || !map2?.dispatched || map2.ended !== void 0) return false;
+  const { workflows } = ctx.api;
+  const id = map2.dispatched.runId ?? await latestMapRun(ctx.api, run2);
+  const w = id === null ? null : await workflows.run(id);
+  if (w?.status === "completed") {
+    await mapJobEnded(ctx, {
+      run: run2,
+      workflowRun: w.id,
+      conclusion: w.conclusion,
+      headBranch: w.head_branch,
+      url: w.html_url ?? null,
+      repositoryUrl: w.repository.html_url,
+      delivery: `tick:map:${w.id}`
+    });
+    return false;
+  }
+  if (w || ctx.now.getTime() - Date.parse(map2.dispatched.at) < LOST_MAP_MS) return true;
+  const why = `GitHub has no workflow run of its job (${id === null ? `none is titled "${mapRunTitle(run2)}"` : `run ${id} is gone`}), a day after its dispatch`;
+  await ctx.api.issues.commentOnce(stored.files.issue, `map-lost:${map2.asked}`, mapFailedComment(why, null));
+  return false;
+}
+async function latestMapRun(api, run2) {
+  const runs = await api.workflows.runsTitled(GITHUB.workflow, mapRunTitle(run2));
+  return runs.reduce((a, b) => a !== null && a > b.id ? a : b.id, null);
+}
+async function notTheMapRunProblem(api, files, end) {
+  if (end.headBranch !== files.defaultBranch)
+    return `its run is on ${end.headBranch ?? "an unknown branch"}, not ${files.defaultBranch}`;
+  const known = files.map?.dispatched?.runId;
+  if (known !== void 0)
+    return known === end.workflowRun ? null : `the map's dispatch started workflow run ${known}, not ${end.workflowRun}`;
+  const latest = await latestMapRun(api, end.run);
+  if (latest === null) return `no dispatched run of the worker workflow is titled "${mapRunTitle(end.run)}"`;
+  return latest === end.workflowRun ? null : `the map's latest dispatch started workflow run ${latest}, not ${end.workflowRun}`;
+}
+
+// src/core/prompts.ts
+var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
+
+## The task
+{{task}}
+
+## The files
+- The workspace: every file in this folder is yours to read and change, except the protected ones.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
+- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
+- The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
+- Protected (restored before the final grading; changing them voids your score): {{protected}}.
+
+## Where things stand
+- Best score so far: {{best}}.
+- Goal: {{goal}}.
+- Hard constraint: the grader must run and print a score; a workspace without a score never counts.
+
+## How to work
+1. Read {{journal}} and the code before you change anything, so you do not repeat what already failed.
+2. Do not limit yourself to small edits: if the current approach has stalled, replace it.
+3. After every change, run the grader and add an entry to {{journal}}: the idea, the change, the score.
+4. Your session ends at a limit you are not told; keep the workspace working and the journal current.
+5. When you stop, print the best score you reached and what produced it.
+{{#directive}}
+
+## Your direction
+Try a substantially different approach from those the journal describes, not a refinement of them.
+{{/directive}}`;
+var DEFAULT_CONTINUATION_TEMPLATE = `Continue working on the task. Best score so far: {{best}} ({{goal}}). After every change run \`{{grade}}\` and add an entry to {{journal}}.`;
+var TEMPLATE_VARIABLES = {
+  task: "the task description",
+  journal: "the journal file",
+  grade: "the command that prints the score",
+  protected: "the protected paths",
+  best: "the best score so far and where it is",
+  goal: "maximize or minimize the score",
+  direction: '"maximize" or "minimize"',
+  fresh: "section shown when the episode starts with no conversation",
+  directive: "section shown when the branch is told to try a different approach",
+  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
+  episode: "the episode id (r<round>.b<branch>)"
+};
+var TemplateError = class extends Error {
+  name = "TemplateError";
+};
+function renderTemplate(template, values, source) {
+  const known = Object.keys(TEMPLATE_VARIABLES);
+  const check2 = (name, index) => {
+    if (!known.includes(name)) {
+      const line = template.slice(0, index).split("\n").length;
+      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
+    }
+  };
+  const sections = template.replace(
+    /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
+    (_all, name, body, index) => {
+      check2(name, index);
+      const v = values[name];
+      return v === true || typeof v === "string" && v !== "" ? body : "";
+    }
+  );
+  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
+    if (name.startsWith("#") || name.startsWith("/")) {
+      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
+    }
+    check2(name, index);
+    const v = values[name];
+    return typeof v === "string" ? v : "";
+  });
+}
+function renderPrompt(p) {
+  const c = p.config;
+  const values = {
+    // Task text can come from untrusted sources (an issue body): it is quoted as data, never merged into the rules.
+    task: quoteTask(p.task),
+    journal: c.journal,
+    grade: p.gradeCommand,
+    protected: c.grader.protected.length > 0 ? c.grader.protected.join(", ") : "none",
+    best: p.best ? `${formatNumber(p.best.score, 6)} (${p.best.where})` : "none yet",
+    goal: c.grader.direction === "maximize" ? "maximize the score (higher is better)" : "minimize the score (lower is better)",
+    direction: c.grader.direction,
+    fresh: p.episode.context === "fresh",
+    directive: p.episode.directive,
+    losers: keepsLosers(c),
+    episode: p.episode.id
+  };
+  const carried = p.episode.context !== "fresh";
+  const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
+  const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
+  const text = renderTemplate(template, values, source);
+  const notes = [
+    ...carried && p.losersAdded !== void 0 ? [
+      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
+    ] : [],
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
+    // A writer's words (a review of the run's pull request), quoted as data like the task.
+    ...p.episode.asked ? [
+      `For this round, someone with write access to the repository asked you to try this:
+
+${quoteTask(p.episode.asked)}`
+    ] : []
+  ];
+  return [text, ...notes].join("\n\n");
+}
+async function loadTemplates(config3, read2, where) {
+  const templates = {};
+  for (const kind of ["branch", "continuation"]) {
+    const path8 = config3.prompts[kind];
+    if (!path8) continue;
+    const text = await read2(path8);
+    if (text === null) return { problem: `prompts.${kind}: ${path8} is not in ${where}` };
+    templates[kind] = text;
+  }
+  const problem2 = templateProblem(config3, templates);
+  return problem2 ? { problem: problem2 } : { templates };
+}
+function quoteTask(task) {
+  const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
+  return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
+}
+function templateProblem(config3, templates) {
+  const sample = {
+    id: "r0.b0",
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: "",
+    allowance: 1,
+    context: "fresh",
+    contextFrom: null,
+    directive: true,
+    seed: 1
+  };
+  try {
+    for (const context of ["fresh", "carry"]) {
+      renderPrompt({
+        config: config3,
+        episode: { ...sample, context },
+        task: "x",
+        best: null,
+        gradeCommand: "grade",
+        templates
+      });
+    }
+    return null;
+  } catch (e) {
+    if (e instanceof TemplateError) return e.message;
+    throw e;
+  }
+}
+
+// src/core/run-overrides.ts
+var OVERRIDE_KEYS = {
+  budget: "budget.total: a number above 0",
+  branches: `fork.branches: a whole number from 1 to ${MAX_BRANCHES}`,
+  strategy: `strategy: one of ${STRATEGIES.join(", ")}`,
+  model: "agent.model: the model's name (letters, digits and . _ - : / @, up to 100)"
+};
+var MODEL = /^[A-Za-z0-9._:/@-]{1,100}$/;
+function parseOverrides(words) {
+  const config3 = {};
+  const problems = [];
+  const seen = /* @__PURE__ */ new Set();
+  const kept = [];
+  for (const word of words.split(/\s+/).filter((w) => w !== "")) {
+    const eq = word.indexOf("=");
+    const key = (eq < 0 ? word : word.slice(0, eq)).toLowerCase();
+    const value = eq < 0 ? "" : word.slice(eq + 1);
+    if (!(key in OVERRIDE_KEYS)) {
+      problems.push(`unknown key \`${key.slice(0, 40)}\`: valid keys are ${keyList()}`);
+      continue;
+    }
+    if (seen.has(key)) {
+      problems.push(`\`${key}\` is given twice`);
+      continue;
+    }
+    seen.add(key);
+    const problem2 = eq < 0 ? "has no value" : setOverride(config3, key, value);
+    if (problem2) problems.push(`\`${key}\` ${problem2}: it sets ${OVERRIDE_KEYS[key]}`);
+    else kept.push(`${key}=${value}`);
+  }
+  return problems.length > 0 ? { problems } : { config: config3, text: kept.join(" ") };
+}
+function setOverride(config3, key, value) {
+  const got = `(got \`${value.slice(0, 40)}\`)`;
+  const n = Number(value);
+  switch (key) {
+    case "budget":
+      if (value === "" || !Number.isFinite(n) || n <= 0) return `is not a number above 0 ${got}`;
+      config3.budget = n;
+      return null;
+    case "branches":
+      if (!Number.isInteger(n) || n < 1 || n > MAX_BRANCHES)
+        return `is not a whole number from 1 to ${MAX_BRANCHES} ${got}`;
+      config3.branches = n;
+      return null;
+    case "strategy":
+      if (!STRATEGIES.includes(value)) return `is not a strategy ${got}`;
+      config3.strategy = value;
+      return null;
+    case "model":
+      if (!MODEL.test(value)) return `is not a model name ${got}`;
+      config3.model = value;
+      return null;
+  }
+}
+function keyList() {
+  return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
+}
+function overridesInText(text) {
+  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
+  return m?.[1] ?? null;
+}
+
+// src/core/worker-drift.ts
+var import_yaml6 = __toESM(require_dist2(), 1);
+var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
+var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
+var PLACEHOLDER = "your-org/forkflush";
+function workerDrift(text, release) {
+  const drift = { stop: [], differ: [] };
+  let doc;
+  try {
+    doc = (0, import_yaml6.parse)(text);
+  } catch (e) {
+    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
+    return drift;
+  }
+  dispatchDrift(doc, drift);
+  const jobs = doc?.jobs ?? {};
+  const withAction = Object.entries(jobs).flatMap(
+    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
+  );
+  const first = withAction[0];
+  if (!first) {
+    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
+    return drift;
+  }
+  stepDrift(first.step, text, release, drift);
+  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
+  return drift;
+}
+function dispatchDrift(doc, drift) {
+  const on = doc?.on;
+  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
+  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
+  if (dispatch === void 0) {
+    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
+    return;
+  }
+  const inputs = dispatch?.inputs ?? {};
+  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
+    );
+}
+function stepDrift(step, text, release, drift) {
+  const uses = step.uses;
+  const [repo = "", ref = ""] = uses.split("@");
+  if (repo.toLowerCase() === PLACEHOLDER) {
+    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
+  } else if (release !== null) {
+    const version2 = versionOf(ref, text, uses);
+    const want = release.replace(/^v/, "");
+    if (version2 === null) {
+      drift.differ.push(
+        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
+      );
+    } else if (version2.split(".")[0] !== want.split(".")[0]) {
+      drift.stop.push(
+        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
+      );
+    } else if (version2.includes(".") && version2 !== want) {
+      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
+    }
+  }
+  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
+  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
+    );
+  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
+  const unknown2 = given.filter((i) => !known.includes(i));
+  if (unknown2.length > 0)
+    drift.differ.push(
+      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
+    );
+  if (!given.includes("context-key"))
+    drift.differ.push(
+      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
+    );
+}
+function versionOf(ref, text, uses) {
+  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
+  if (tag) return tag[1];
+  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
+  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
+  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
+}
+function permissionDrift(job, permissions, drift) {
+  if (permissions === void 0) {
+    drift.differ.push(
+      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
+    );
+    return;
+  }
+  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
+  if (contents !== "write")
+    drift.stop.push(
+      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
+    );
+}
+function workerDriftText(drift, branch) {
+  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
+  const path8 = `.github/workflows/${GITHUB.workflow}`;
+  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
+  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
+  if (drift.stop.length > 0)
+    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
+
+${list(drift.stop)}
+
+` + (drift.differ.length > 0 ? `It also differs in what a run works with:
+
+${list(drift.differ)}
+
+` : "") + `${fix} Then label the issue again.`;
+  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
+
+${list(drift.differ)}
+
+${fix}`;
+}
+
+// src/core/worker-workflow.ts
+var import_yaml7 = __toESM(require_dist2(), 1);
+function workerTimeoutProblem(workflowText, config3) {
+  if (workflowText === null) return null;
+  let doc;
+  try {
+    doc = (0, import_yaml7.parse)(workflowText);
+  } catch {
+    return null;
+  }
+  const jobs = doc?.jobs;
+  if (!jobs || typeof jobs !== "object") return null;
+  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
+  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
+  for (const [name, job] of Object.entries(jobs)) {
+    const j = job;
+    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
+      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
+    );
+    if (!runsEpisodes) continue;
+    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
+    if (typeof minutes !== "number" || minutes >= need) continue;
+    const set3 = Math.ceil(roundDeadlineMinutes(config3));
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
+  }
+  return null;
+}
+
 // src/github/steer.ts
 async function setStopped(ctx, stored, stopped, asked) {
   const message = stopped ? "forkflush: stop" : "forkflush: resume";
@@ -55361,7 +55826,8 @@ async function nightly(ctx, clock = () => ctx.now) {
 async function anyNeedsTick(ctx) {
   for (const run2 of await ctx.api.listRuns()) {
     const stored = await ctx.api.loadRun(stateRef(run2)).catch(() => null);
-    if (stored && !stored.files.stopped && (stored.state.status !== "finished" || workHeld(stored))) return true;
+    if (!stored || stored.files.stopped) continue;
+    if (stored.state.status !== "finished" || workHeld(stored) || mapAwaited(stored.files, ctx.now)) return true;
   }
   return false;
 }
@@ -55404,7 +55870,8 @@ async function nightlyRun(ctx, run2) {
   }
   const after = state ?? stored.state;
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) };
+  const mapAhead = await mapOnTick(ctx, run2);
+  return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) || mapAhead };
 }
 async function nightlySkip(ctx, stored) {
   const problem2 = forkProblem(stored.state, ctx.now);
@@ -55525,426 +55992,6 @@ async function answeringTampered(ctx, asker, work) {
     ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
     if (asker) await ctx.api.issues.commentOnce(asker.issue, asker.key, `forkflush did nothing: ${e.message}.`);
   }
-}
-
-// src/core/map/sample.ts
-function runSnapshots(state, limit) {
-  const all = candidates(state);
-  const must = all.filter((s) => s.forkPoint || s.branch !== null || s.final || lastOfLineage(all, s));
-  const rest = all.filter((s) => !must.includes(s));
-  const room = Math.max(0, limit - must.length);
-  const picked = new Set(must);
-  if (room >= rest.length) for (const s of rest) picked.add(s);
-  else for (let i = 0; i < room; i++) picked.add(rest[Math.floor((i + 0.5) * rest.length / room)]);
-  return all.filter((s) => picked.has(s));
-}
-function candidates(state) {
-  const forkBases = new Set(
-    state.rounds.filter((r) => r.kind === "fork").flatMap((r) => r.episodes.map((e) => e.base))
-  );
-  const seen = /* @__PURE__ */ new Set();
-  const out = [];
-  for (const round of state.rounds) {
-    for (const e of round.episodes) {
-      const commit = e.result?.commit;
-      if (!commit || commit === state.base.commit || seen.has(commit)) continue;
-      seen.add(commit);
-      out.push(snapshotOf(state, round, e, commit, forkBases));
-    }
-  }
-  return out;
-}
-function snapshotOf(state, round, e, commit, forkBases) {
-  const outcome = outcomeOf(round, e);
-  const fork = round.kind === "fork" && round.decision !== void 0;
-  return {
-    run: state.id,
-    episode: e.id,
-    commit,
-    base: e.base,
-    score: e.result?.score ?? null,
-    round: round.index,
-    phase: round.phase,
-    lineage: e.lineage,
-    path: outcome === "adopted" || outcome === "kept",
-    forkPoint: forkBases.has(commit),
-    branch: fork ? round.decision?.winner === e.id ? "selected" : "rejected" : null,
-    final: state.best?.commit === commit
-  };
-}
-function lastOfLineage(all, s) {
-  return all.filter((x) => x.lineage === s.lineage && x.path).at(-1) === s;
-}
-
-// src/core/map/record.ts
-var MAP_VERSION = 1;
-var pointSchema = external_exports.object({
-  /** The snapshot's commit: the id the judge saw in its triplet file. */
-  id: external_exports.string(),
-  run: external_exports.string(),
-  strategy: external_exports.enum(STRATEGIES),
-  variant: external_exports.string().nullable(),
-  seed: external_exports.number(),
-  episode: external_exports.string(),
-  round: external_exports.number(),
-  phase: external_exports.string(),
-  lineage: external_exports.number(),
-  commit: external_exports.string(),
-  score: external_exports.number().nullable(),
-  x: external_exports.number(),
-  y: external_exports.number(),
-  /** Its basin's index in `basins`. */
-  basin: external_exports.number(),
-  path: external_exports.boolean(),
-  forkPoint: external_exports.boolean(),
-  branch: external_exports.enum(["selected", "rejected"]).nullable(),
-  final: external_exports.boolean()
-});
-var jumpSchema = external_exports.object({ id: external_exports.string(), steps: external_exports.number().nullable(), newBasin: external_exports.boolean() });
-var mapRecordSchema = external_exports.object({
-  version: external_exports.literal(MAP_VERSION),
-  target: external_exports.object({ kind: external_exports.enum(["run", "compare", "probe"]), id: external_exports.string() }),
-  createdAt: external_exports.string(),
-  direction: external_exports.enum(["maximize", "minimize"]),
-  /** Who judged: its kind, and the model or command. */
-  judge: external_exports.object({ kind: external_exports.string(), label: external_exports.string() }),
-  embedding: external_exports.enum(EMBEDDINGS),
-  seed: external_exports.number(),
-  points: external_exports.array(pointSchema),
-  basins: external_exports.array(
-    external_exports.object({
-      id: external_exports.number(),
-      name: external_exports.string(),
-      points: external_exports.array(external_exports.string()),
-      runs: external_exports.array(external_exports.string()),
-      hull: external_exports.array(external_exports.tuple([external_exports.number(), external_exports.number()]))
-    })
-  ),
-  /** The mean silhouette of the basins' cut; null for one basin. */
-  silhouette: external_exports.number().nullable(),
-  agreement: external_exports.object({
-    /** On the held-out judgments: the share the map's distances agree with. */
-    heldOut: external_exports.number().nullable(),
-    /** Run membership alone on the same judgments: the anchor's run-mate is closer; otherwise a coin. */
-    runIdentity: external_exports.number().nullable(),
-    chance: external_exports.number(),
-    heldOutJudgments: external_exports.number(),
-    /** On the judgments the map was fitted to. */
-    fitted: external_exports.number().nullable(),
-    fittedJudgments: external_exports.number()
-  }),
-  /** How many judgments the map used (fitted and held out): each one the judge answered, in `triplets`. */
-  judgments: external_exports.number(),
-  /** Every judgment the map used, as the judge answered it. */
-  triplets: external_exports.array(
-    external_exports.object({
-      anchor: external_exports.string(),
-      a: external_exports.string(),
-      b: external_exports.string(),
-      answer: external_exports.enum(["a", "b"]),
-      heldOut: external_exports.boolean()
-    })
-  ),
-  /** The median step between consecutive snapshots of single runs (or of serial episodes), and which. */
-  step: external_exports.object({ median: external_exports.number().nullable(), from: external_exports.enum(["single-run", "serial"]).nullable() }),
-  /** Each fork round from a snapshot: how far its branches moved, in median steps. */
-  jumps: external_exports.array(
-    external_exports.object({
-      run: external_exports.string(),
-      round: external_exports.number(),
-      phase: external_exports.string(),
-      from: external_exports.string(),
-      selected: jumpSchema.nullable(),
-      rejected: external_exports.array(jumpSchema)
-    })
-  ),
-  /** Per run: its snapshots on the map and the basins they fall in. */
-  runs: external_exports.array(
-    external_exports.object({
-      run: external_exports.string(),
-      strategy: external_exports.enum(STRATEGIES),
-      variant: external_exports.string().nullable(),
-      seed: external_exports.number(),
-      points: external_exports.number(),
-      basins: external_exports.array(external_exports.string())
-    })
-  ),
-  /** What the judge could not answer, after one retry each: left out, counted, its errors quoted. */
-  failed: external_exports.object({
-    specs: external_exports.array(external_exports.object({ run: external_exports.string(), episode: external_exports.string(), commit: external_exports.string(), error: external_exports.string() })),
-    judgments: external_exports.number(),
-    errors: external_exports.array(external_exports.string())
-  }),
-  calls: external_exports.object({
-    spec: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() }),
-    triplet: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() })
-  }),
-  /** What the specs and judgments of this map cost (cached ones at what they cost when made). */
-  spent: external_exports.number(),
-  unit: external_exports.enum(MAP_UNITS),
-  budget: external_exports.number()
-});
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-function parseMapRecord(text) {
-  let json2;
-  try {
-    json2 = JSON.parse(text);
-  } catch {
-    return { problem: "not JSON" };
-  }
-  const r = mapRecordSchema.safeParse(json2);
-  if (r.success) return r.data;
-  const issue2 = r.error.issues[0];
-  return { problem: `${issue2?.path.join(".") || "the map"}: ${issue2?.message ?? "not valid"}` };
-}
-
-// src/core/map/report.ts
-var fixed2 = (x) => x === null ? "-" : x.toFixed(2);
-function amount(x) {
-  if (Math.abs(x) < 1e4) return formatNumber(x, 4);
-  return String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-var plural2 = (n, word, many = `${word}s`) => `${formatNumber(n)} ${n === 1 ? word : many}`;
-function agreementLine(m) {
-  const a = m.agreement;
-  if (a.heldOut === null)
-    return `No judgment was held out, so the map's agreement is not measured (fitted: ${fixed2(a.fitted)}).`;
-  const paper = `the paper: ${PAPER_MAP.agreement.low.toFixed(2)}\u2013${PAPER_MAP.agreement.high.toFixed(2)}, run identity ${PAPER_MAP.runIdentity.low.toFixed(2)}\u2013${PAPER_MAP.runIdentity.high.toFixed(2)}`;
-  return `Held-out agreement ${fixed2(a.heldOut)} on ${plural2(a.heldOutJudgments, "judgment")} (run identity alone ${fixed2(a.runIdentity)}, chance ${fixed2(a.chance)}; ${paper}).`;
-}
-function jumpLines(m) {
-  if (m.jumps.length === 0) return [];
-  if (m.step.median === null || m.step.median === 0)
-    return ["The fork rounds' jumps are not measured: the map has no single-run or serial steps to measure them by."];
-  const selected = m.jumps.flatMap((j) => j.selected?.steps == null ? [] : [j.selected.steps]);
-  const rejected = m.jumps.flatMap((j) => j.rejected.flatMap((r) => r.steps === null ? [] : [r.steps]));
-  const newBasin = m.jumps.filter((j) => j.selected?.newBasin).length;
-  const unit = m.step.from === "single-run" ? "median single-run steps" : "median serial steps";
-  const parts = [
-    selected.length > 0 ? `Selected fork branches moved a median of ${formatNumber(median(selected), 3)} ${unit} (most ${formatNumber(Math.max(...selected), 3)}); ${newBasin} of ${m.jumps.length} fork rounds moved the lineage into another basin.` : "No fork round selected a branch on the map."
-  ];
-  if (rejected.length > 0)
-    parts.push(
-      `Rejected branches moved at most ${formatNumber(Math.max(...rejected), 3)} (median ${formatNumber(median(rejected), 3)}). The paper: a selected branch jumped ${PAPER_MAP.selectedJump} median single-run steps into a new basin, rejected ones at most 1.`
-    );
-  return parts;
-}
-function mapSection(m, o = {}) {
-  const out = ["## Idea map", ""];
-  if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, "");
-  out.push(
-    `${plural2(m.points.length, "snapshot")} of ${plural2(m.runs.length, "run")} placed by ${m.embedding === "soe" ? "SOE" : "t-STE"} from ${plural2(m.judgments, "triplet judgment")} of the judge (${m.judge.label}), grouped into ${plural2(m.basins.length, "basin")}; made ${m.createdAt.slice(0, 16).replace("T", " ")} UTC by \`forkflush map\`. ${agreementLine(m)}`,
-    "",
-    "### Basins visited per run",
-    "",
-    markdownTable(
-      ["strategy", "variant", "runs", "basins visited, mean", "each run (seed: basins)"],
-      byStrategy(m).map((g) => [
-        g.strategy,
-        g.variant ?? "-",
-        String(g.runs.length),
-        formatNumber(g.runs.reduce((s, r) => s + r.basins.length, 0) / g.runs.length, 3),
-        g.runs.map((r) => `${r.seed}: ${r.basins.join(" ")}`).join("; ")
-      ])
-    ),
-    ""
-  );
-  if (m.jumps.length > 0) {
-    out.push("### Fork rounds: how far the branches moved", "", ...jumpLines(m).map((l) => `${l}  `), "");
-    out.push(
-      markdownTable(
-        ["run", "round", "selected branch (steps)", "into another basin", "rejected branches, most (steps)"],
-        m.jumps.map((j) => [
-          j.run,
-          `${j.round} (${j.phase})`,
-          j.selected ? fixed2(j.selected.steps) : "-",
-          j.selected ? j.selected.newBasin ? "yes" : "no" : "-",
-          j.rejected.length > 0 ? fixed2(Math.max(...j.rejected.map((r) => r.steps ?? 0))) : "-"
-        ])
-      ),
-      "",
-      `_A step is the median distance between consecutive snapshots of ${m.step.from === "single-run" ? "single runs" : "serial episodes"} on the map (${fixed2(m.step.median)}); a branch's move is its distance from the fork point in those steps._`,
-      ""
-    );
-  }
-  const failed = m.failed.specs.length + m.failed.judgments;
-  if (failed > 0)
-    out.push(
-      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${m.failed.errors[0] ?? "-"}`,
-      ""
-    );
-  out.push(
-    "_How to read it: each point is a snapshot (an episode's commit), placed so that snapshots the judge found alike are near each other; only distances mean something, not the axes. Outlines are basins, lines each run's path in order, rings fork points, diamonds selected branches, crosses rejected ones, stars each run's best; darker points scored better._",
-    ""
-  );
-  return out.join("\n");
-}
-function byStrategy(m) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const r of m.runs) {
-    const key = `${r.strategy} ${r.variant ?? ""}`;
-    const g = groups2.get(key) ?? { strategy: r.strategy, variant: r.variant, runs: [] };
-    g.runs.push(r);
-    groups2.set(key, g);
-  }
-  return [...groups2.values()];
-}
-
-// src/core/map/settings.ts
-function mapSettings(c) {
-  const m = c.map ?? {};
-  const taskUnit = c.budget.unit;
-  const unit = m.unit ?? (taskUnit === "evaluations" ? "minutes" : taskUnit);
-  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
-  return {
-    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
-    triplets: m.triplets ?? null,
-    heldOut: m.held_out ?? MAP_HELD_OUT,
-    judge: m.judge ?? c.agent,
-    budget,
-    unit,
-    embedding: m.embedding ?? "tste"
-  };
-}
-
-// src/core/github-map.ts
-var MAP_FEWEST_SNAPSHOTS = 3;
-function mapAskProblem(state, config3) {
-  const graded = allEpisodes(state).filter((e) => e.result && e.result.score !== null && e.result.commit !== e.base);
-  if (graded.length === 0) return "the run has no graded episode yet: ask again once its first episodes have scores.";
-  const snapshots = runSnapshots(state, mapSettings(config3).snapshots).length;
-  if (snapshots < MAP_FEWEST_SNAPSHOTS)
-    return `the run has ${snapshots} snapshot${snapshots === 1 ? "" : "s"} (episodes with a workspace of their own): a map needs ${MAP_FEWEST_SNAPSHOTS}; ask again after another round.`;
-  return null;
-}
-function mapImageUrl(repositoryUrl, commit, png) {
-  return `${repositoryUrl.replace(/\/+$/, "")}/blob/${commit}/${png ? "map.png" : "map.svg"}?raw=true`;
-}
-function mapComment(m, o) {
-  const where = `\`${mapRef(o.run)}\` at \`${o.commit.slice(0, 10)}\``;
-  const spent2 = `the judge spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`;
-  const body = [
-    mapSection(m, { image: o.image }).replace("by `forkflush map`", "by `/autoresearch map`"),
-    `map.json, map.svg and the judge's answers are on ${where}; ${spent2}${o.jobUrl ? ` ([its job](${o.jobUrl}))` : ""}.`
-  ];
-  return clip(body.join("\n"), BODY_MAX_CHARS);
-}
-function mapFailedComment(why, jobUrl) {
-  return clip(
-    `forkflush drew no idea map: ${inertCodeSpan(why)}${jobUrl ? ` ([its job](${jobUrl}) says why)` : ""}. Every answer the judge gave is kept: \`/autoresearch map\` asks again and pays only for the rest.`,
-    BODY_MAX_CHARS
-  );
-}
-function mapDrawnLine(m) {
-  return `${m.points.length} snapshots, ${m.basins.length} basin${m.basins.length === 1 ? "" : "s"}. ${agreementLine(m)}`;
-}
-
-// src/github/map.ts
-async function askMap(ctx, stored, asked) {
-  const { files } = stored;
-  const key = asked.keys[0] ?? "";
-  if (files.map?.asked === key) {
-    if (!files.map.dispatched) await dispatchMap(ctx, stored);
-    return null;
-  }
-  const config3 = await mapConfig(ctx.api, files, stored.state.config);
-  if ("problem" in config3) return `forkflush drew no idea map: ${config3.problem}`;
-  const problem2 = mapAskProblem(stored.state, config3.config);
-  if (problem2) return `forkflush drew no idea map: ${problem2}`;
-  const next = await amendOnce(ctx.api, stored, "forkflush: map asked", asked.keys, (s) => ({
-    state: s.state,
-    files: {
-      ...s.files,
-      map: {
-        asked: key,
-        by: asked.by,
-        at: ctx.now.toISOString(),
-        ...config3.commit ? { configCommit: config3.commit } : {},
-        ...s.files.map?.drawn ? { drawn: s.files.map.drawn } : {}
-      }
-    }
-  }));
-  if (next) await dispatchMap(ctx, next);
-  return null;
-}
-async function mapConfig(api, files, own4) {
-  const branch = files.defaultBranch;
-  const commit = await api.refSha(`refs/heads/${branch}`);
-  const text = commit ? await api.readFile(files.configPath, commit) : null;
-  if (!commit || text === null) return { config: own4 };
-  try {
-    return { config: parseConfig(text, files.configPath ?? CONFIG_PATH), commit };
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    return {
-      problem: `the map reads its settings (\`map:\`) from \`${files.configPath}\` on \`${branch}\`, which is not valid. Fix these, then ask again:
-
-${e.problems.map((p) => `- ${p}`).join("\n")}`
-    };
-  }
-}
-async function dispatchMap(ctx, stored) {
-  const runId2 = await ctx.api.workflows.dispatch(GITHUB.workflow, stored.files.defaultBranch, {
-    run: stored.state.id,
-    round: MAP_JOB,
-    episodes: JSON.stringify([MAP_JOB])
-  });
-  const at = ctx.now.toISOString();
-  await amendOnce(ctx.api, stored, "forkflush: map dispatched", [], (s) => ({
-    state: s.state,
-    files: s.files.map ? { ...s.files, map: { ...s.files.map, dispatched: { at, ...runId2 !== null ? { runId: runId2 } : {} } } } : s.files
-  }));
-}
-async function mapJobEnded(ctx, end) {
-  const stored = await ctx.api.loadRun(stateRef(end.run));
-  const map2 = stored?.files.map;
-  if (!stored || !map2) return;
-  const why = await notTheMapRunProblem(ctx.api, stored.files, end);
-  if (why) {
-    ctx.log?.(`ignored the end of workflow run ${end.workflowRun}: ${why}`);
-    return;
-  }
-  const issue2 = stored.files.issue;
-  const failed = (reason) => ctx.api.issues.commentOnce(issue2, `map-failed:${end.workflowRun}`, mapFailedComment(reason, end.url));
-  if (end.conclusion !== "success") return void await failed(`its job ended: ${end.conclusion ?? "unknown"}`);
-  const head = await ctx.api.refSha(mapRef(end.run));
-  const text = head ? await ctx.api.readFile("map.json", head) : null;
-  if (!head || text === null) return void await failed(`its job pushed no map to ${mapRef(end.run)}`);
-  const record2 = parseMapRecord(text);
-  if ("problem" in record2) return void await failed(`${mapRef(end.run)}: map.json: ${record2.problem}`);
-  const tree = await ctx.api.treeFiles((await ctx.api.commit(head)).tree);
-  const png = tree?.some((f) => f.path === "map.png") ?? false;
-  const image = mapImageUrl(end.repositoryUrl, head, png);
-  await ctx.api.issues.commentOnce(
-    issue2,
-    `map:${head}`,
-    mapComment(record2, { image, run: end.run, commit: head, ...end.url ? { jobUrl: end.url } : {} })
-  );
-  if (map2.drawn?.commit === head) return;
-  const drawn = { commit: head, image, line: mapDrawnLine(record2) };
-  const next = await amendOnce(ctx.api, stored, "forkflush: map drawn", [deliveryKey(end.delivery)], (s) => ({
-    state: s.state,
-    files: s.files.map ? { ...s.files, map: { ...s.files.map, drawn } } : s.files
-  }));
-  if (next) await syncOrYield(ctx, next);
-}
-async function notTheMapRunProblem(api, files, end) {
-  if (end.headBranch !== files.defaultBranch)
-    return `its run is on ${end.headBranch ?? "an unknown branch"}, not ${files.defaultBranch}`;
-  const known = files.map?.dispatched?.runId;
-  if (known !== void 0)
-    return known === end.workflowRun ? null : `the map's dispatch started workflow run ${known}, not ${end.workflowRun}`;
-  const title = mapRunTitle(end.run);
-  const latest = (await api.workflows.runsTitled(GITHUB.workflow, title)).reduce(
-    (a, b) => a !== null && a > b.id ? a : b.id,
-    null
-  );
-  if (latest === null) return `no dispatched run of the worker workflow is titled "${title}"`;
-  return latest === end.workflowRun ? null : `the map's latest dispatch started workflow run ${latest}, not ${end.workflowRun}`;
 }
 
 // src/app/people-events.ts

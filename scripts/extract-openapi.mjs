@@ -23,6 +23,7 @@ export const OPERATIONS = [
   'actions/create-workflow-dispatch',
   'actions/disable-workflow',
   'actions/enable-workflow',
+  'actions/get-workflow-run',
   'actions/list-workflow-runs',
   'apps/create-installation-access-token',
   'apps/list-installations',

@@ -89,7 +89,8 @@ const githubRunProgress = z.object({
   /**
    * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
    * once), who and when; its job's dispatch and the workflow run it started (only that run's job
-   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
+   * reports the map); the workflow run whose end was acted on (drawn or failed: until then the
+   * tick looks for it); and the last map drawn (its commit on refs/forkflush/<run>/map and its
    * agreement line), which the issue was shown and the final comment embeds.
    */
   map: z
@@ -100,6 +101,7 @@ const githubRunProgress = z.object({
       /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
       configCommit: sha.optional(),
       dispatched: z.object({ at: z.string(), runId: z.number().int().positive().optional() }).optional(),
+      ended: z.number().int().positive().optional(),
       drawn: z.object({ commit: sha, image: z.string(), line: z.string() }).optional(),
     })
     .optional(),

@@ -3,13 +3,14 @@
 // anything is spent, records the ask in run.json once per comment, and dispatches one worker job
 // (matrix value `map`, action/map-job.ts). When that job ends, the map it pushed to
 // refs/forkflush/<run>/map is shown on the issue once per map commit, or its failure in one line,
-// and the record keeps the map for the status comment and the result pull request.
+// and the record keeps the map for the status comment and the result pull request. The tick looks
+// for a job's end no event reported (with GITHUB_TOKEN alone, none does).
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { mapAskProblem, mapComment, mapDrawnLine, mapFailedComment, mapImageUrl } from '../core/github-map.js';
 import { parseMapRecord } from '../core/map/record.js';
 import { GITHUB, MAP_JOB, mapRef, mapRunTitle, stateRef } from '../core/names.js';
 import { deliveryKey } from '../core/seen-events.js';
-import { amendOnce, type ChangeRequest } from './amend.js';
+import { amendOnce, type ChangeRequest, wakeTick } from './amend.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { type SyncContext, syncOrYield } from './sync.js';
 
@@ -43,6 +44,8 @@ export async function askMap(ctx: SyncContext, stored: StoredRun, asked: ChangeR
     },
   }));
   if (next) await dispatchMap(ctx, next);
+  // Actions mode: the tick sees the map's end (GITHUB_TOKEN alone hears no workflow_run).
+  await wakeTick(ctx);
   return null;
 }
 
@@ -101,7 +104,8 @@ export interface MapJobEnd {
 
 /**
  * The map job ended: the map it pushed is shown on the issue (once per map commit), or its failure
- * (once per workflow run); the record keeps the map for the status comment, and one sync shows it.
+ * (once per workflow run); the record keeps which run ended and the map, for the status comment
+ * (one sync shows it) and the tick (it stops looking).
  */
 export async function mapJobEnded(ctx: SyncContext, end: MapJobEnd): Promise<void> {
   const stored = await ctx.api.loadRun(stateRef(end.run));
@@ -114,30 +118,87 @@ export async function mapJobEnded(ctx: SyncContext, end: MapJobEnd): Promise<voi
     return;
   }
   const issue = stored.files.issue;
-  const failed = (reason: string) =>
-    ctx.api.issues.commentOnce(issue, `map-failed:${end.workflowRun}`, mapFailedComment(reason, end.url));
-  if (end.conclusion !== 'success') return void (await failed(`its job ended: ${end.conclusion ?? 'unknown'}`));
-  const head = await ctx.api.refSha(mapRef(end.run));
-  const text = head ? await ctx.api.readFile('map.json', head) : null;
-  if (!head || text === null) return void (await failed(`its job pushed no map to ${mapRef(end.run)}`));
-  const record = parseMapRecord(text);
-  if ('problem' in record) return void (await failed(`${mapRef(end.run)}: map.json: ${record.problem}`));
-  const tree = await ctx.api.treeFiles((await ctx.api.commit(head)).tree);
-  const png = tree?.some((f) => f.path === 'map.png') ?? false;
-  const image = mapImageUrl(end.repositoryUrl, head, png);
-  await ctx.api.issues.commentOnce(
-    issue,
-    `map:${head}`,
-    mapComment(record, { image, run: end.run, commit: head, ...(end.url ? { jobUrl: end.url } : {}) }),
-  );
-  if (map.drawn?.commit === head) return;
-  const drawn = { commit: head, image, line: mapDrawnLine(record) };
-  const next = await amendOnce(ctx.api, stored, 'forkflush: map drawn', [deliveryKey(end.delivery)], (s) => ({
+  const shown = await showMap(ctx.api, end);
+  if ('problem' in shown)
+    await ctx.api.issues.commentOnce(issue, `map-failed:${end.workflowRun}`, mapFailedComment(shown.problem, end.url));
+  else await ctx.api.issues.commentOnce(issue, `map:${shown.drawn.commit}`, shown.comment);
+  const drawn = 'drawn' in shown ? shown.drawn : map.drawn;
+  if (map.ended === end.workflowRun && map.drawn?.commit === drawn?.commit) return;
+  const next = await amendOnce(ctx.api, stored, 'forkflush: map ended', [deliveryKey(end.delivery)], (s) => ({
     state: s.state,
-    files: s.files.map ? { ...s.files, map: { ...s.files.map, drawn } } : s.files,
+    // A newer ask's map is not this run's to end.
+    files:
+      s.files.map?.asked === map.asked
+        ? { ...s.files, map: { ...s.files.map, ended: end.workflowRun, ...(drawn ? { drawn } : {}) } }
+        : s.files,
   }));
   // The status comment (and a result pull request) show the map from now on.
-  if (next) await syncOrYield(ctx, next);
+  if (next && 'drawn' in shown) await syncOrYield(ctx, next);
+}
+
+/** The map the ended job pushed (its comment, and what the record keeps), or why there is none. */
+async function showMap(
+  api: GitHubApi,
+  end: MapJobEnd,
+): Promise<{ problem: string } | { comment: string; drawn: { commit: string; image: string; line: string } }> {
+  if (end.conclusion !== 'success') return { problem: `its job ended: ${end.conclusion ?? 'unknown'}` };
+  const head = await api.refSha(mapRef(end.run));
+  const text = head ? await api.readFile('map.json', head) : null;
+  if (!head || text === null) return { problem: `its job pushed no map to ${mapRef(end.run)}` };
+  const record = parseMapRecord(text);
+  if ('problem' in record) return { problem: `${mapRef(end.run)}: map.json: ${record.problem}` };
+  const tree = await api.treeFiles((await api.commit(head)).tree);
+  const image = mapImageUrl(end.repositoryUrl, head, tree?.some((f) => f.path === 'map.png') ?? false);
+  return {
+    comment: mapComment(record, { image, run: end.run, commit: head, ...(end.url ? { jobUrl: end.url } : {}) }),
+    drawn: { commit: head, image, line: mapDrawnLine(record) },
+  };
+}
+
+/** How long the tick looks for a map job's workflow run that GitHub cannot find, after its dispatch. */
+const LOST_MAP_MS = 24 * 60 * 60 * 1000;
+
+/** Whether a map job's end is still awaited, as far as the record tells (the tick stays on for it). */
+export function mapAwaited(files: GitHubRunRecord, now: Date): boolean {
+  const sent = files.map?.dispatched;
+  return !!sent && files.map?.ended === undefined && now.getTime() - Date.parse(sent.at) < LOST_MAP_MS;
+}
+
+/**
+ * The tick's look at a map asked for whose job's end no event reported (Actions mode with
+ * GITHUB_TOKEN alone hears none; a hosted app can lose one): once the workflow run its dispatch
+ * started has completed, it ends as that event would have. Whether the map is still to come.
+ */
+export async function mapOnTick(ctx: SyncContext, run: string): Promise<boolean> {
+  const stored = await ctx.api.loadRun(stateRef(run));
+  const map = stored?.files.map;
+  if (!stored || !map?.dispatched || map.ended !== undefined) return false;
+  const { workflows } = ctx.api;
+  const id = map.dispatched.runId ?? (await latestMapRun(ctx.api, run));
+  const w = id === null ? null : await workflows.run(id);
+  if (w?.status === 'completed') {
+    await mapJobEnded(ctx, {
+      run,
+      workflowRun: w.id,
+      conclusion: w.conclusion,
+      headBranch: w.head_branch,
+      url: w.html_url ?? null,
+      repositoryUrl: w.repository.html_url,
+      delivery: `tick:map:${w.id}`,
+    });
+    return false;
+  }
+  if (w || ctx.now.getTime() - Date.parse(map.dispatched.at) < LOST_MAP_MS) return true;
+  // Deleted, or never started: said once, and the tick stops looking.
+  const why = `GitHub has no workflow run of its job (${id === null ? `none is titled "${mapRunTitle(run)}"` : `run ${id} is gone`}), a day after its dispatch`;
+  await ctx.api.issues.commentOnce(stored.files.issue, `map-lost:${map.asked}`, mapFailedComment(why, null));
+  return false;
+}
+
+/** The newest dispatched run titled as the run's map job, or null. */
+async function latestMapRun(api: GitHubApi, run: string): Promise<number | null> {
+  const runs = await api.workflows.runsTitled(GITHUB.workflow, mapRunTitle(run));
+  return runs.reduce<number | null>((a, b) => (a !== null && a > b.id ? a : b.id), null);
 }
 
 /** Why a workflow run is not the one the latest map dispatch started, on the default branch, or null. */
@@ -149,12 +210,8 @@ async function notTheMapRunProblem(api: GitHubApi, files: GitHubRunRecord, end: 
     return known === end.workflowRun
       ? null
       : `the map's dispatch started workflow run ${known}, not ${end.workflowRun}`;
-  const title = mapRunTitle(end.run);
-  const latest = (await api.workflows.runsTitled(GITHUB.workflow, title)).reduce<number | null>(
-    (a, b) => (a !== null && a > b.id ? a : b.id),
-    null,
-  );
-  if (latest === null) return `no dispatched run of the worker workflow is titled "${title}"`;
+  const latest = await latestMapRun(api, end.run);
+  if (latest === null) return `no dispatched run of the worker workflow is titled "${mapRunTitle(end.run)}"`;
   return latest === end.workflowRun
     ? null
     : `the map's latest dispatch started workflow run ${latest}, not ${end.workflowRun}`;

@@ -7,6 +7,7 @@ import { extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
 import type { RunState } from '../core/state.js';
 import { canWrite } from './amend.js';
 import type { StoredRun } from './api.js';
+import { mapAwaited, mapOnTick } from './map.js';
 import { ConflictError } from './requests.js';
 import { runsPerRepo } from './start.js';
 import { forkProblem } from './steer.js';
@@ -51,11 +52,15 @@ export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.no
   return touched;
 }
 
-/** Whether any run, read now, needs the tick: it runs, or work of it is claimed (a handler that died may leave it). */
+/**
+ * Whether any run, read now, needs the tick: it runs, work of it is claimed (a handler that died
+ * may leave it), or its idea map's end is awaited.
+ */
 async function anyNeedsTick(ctx: SyncContext): Promise<boolean> {
   for (const run of await ctx.api.listRuns()) {
     const stored = await ctx.api.loadRun(stateRef(run)).catch(() => null);
-    if (stored && !stored.files.stopped && (stored.state.status !== 'finished' || workHeld(stored))) return true;
+    if (!stored || stored.files.stopped) continue;
+    if (stored.state.status !== 'finished' || workHeld(stored) || mapAwaited(stored.files, ctx.now)) return true;
   }
   return false;
 }
@@ -121,7 +126,9 @@ async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: bool
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
   // Work claimed before this sync (by a handler that may have died, its claim not yet stale): a
   // later tick takes it over. (What this sync did itself costs one more tick at most.)
-  return { synced: true, active: after.status !== 'finished' || nightlyAhead || workHeld(stored) };
+  // A map asked for whose end no event reported.
+  const mapAhead = await mapOnTick(ctx, run);
+  return { synced: true, active: after.status !== 'finished' || nightlyAhead || workHeld(stored) || mapAhead };
 }
 
 /**

@@ -1,5 +1,5 @@
 // The worker workflow's runs: a round dispatched once (found again after a lost answer), its
-// runs listed by title, cancelled on a stop; and the Actions-mode tick's workflow turned on and off.
+// runs listed by title or read by id, cancelled on a stop; and the Actions-mode tick's workflow turned on and off.
 import { isRoundRunOf, roundRunTitle } from '../core/names.js';
 import { createOnce, type Octokit, ONCE, type RepoScope, status } from './requests.js';
 
@@ -40,6 +40,16 @@ export class Workflows {
       },
     );
     return started.id;
+  }
+
+  /** One workflow run by its id, or null when GitHub has none (deleted, or never made). */
+  async run(id: number): Promise<WorkflowRun | null> {
+    try {
+      return (await this.scope.octokit.rest.actions.getWorkflowRun({ ...this.scope.r, run_id: id })).data;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
   }
 
   /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */

@@ -287,6 +287,93 @@ describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick r
     // The claim is not stale yet, so that tick could not publish: a later one must.
     expect(h.gh.workflowStates.get(TICK)).toBe('active');
   });
+
+  it("an idea map asked of a finished run is shown on the issue when its job's workflow run completes", async () => {
+    // Its end was heard only from workflow_run.completed, which GITHUB_TOKEN's dispatch never
+    // fires: the map was paid for and never shown, and the tick rested (found by a review).
+    const h = await github(TICKING);
+    await step(h, 'issues', labeled(h));
+    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+      finishRound(h);
+      await step(h, 'schedule', SCHEDULE);
+    }
+    expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
+    const ask = h.box.payload('issue_comment', 'created', (p) => {
+      p.issue.number = 7;
+      delete p.issue.pull_request;
+      p.comment.body = '/autoresearch map';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    });
+    expect((await step(h, 'issue_comment', ask)).code).toBe(0);
+    const job = h.gh.actions?.runs.find((r) => r.inputs.round === 'map');
+    expect(job).toBeDefined();
+    // The ask wakes the tick, and a tick before the job ends keeps it awake.
+    expect(h.gh.workflowStates.get(TICK)).toBe('active');
+    await step(h, 'schedule', SCHEDULE);
+    expect(h.gh.workflowStates.get(TICK)).toBe('active');
+    const maps = () => h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith('## Idea map'));
+    expect(maps()).toHaveLength(0);
+
+    // The job pushes its map, and its workflow run completes, unheard.
+    const sha = h.pushMap(RUN);
+    Object.assign(job ?? {}, { status: 'completed', conclusion: 'success' });
+    await step(h, 'schedule', SCHEDULE);
+    expect(maps()).toHaveLength(1);
+    expect(maps()[0]?.body).toContain(`/blob/${sha}/map.svg?raw=true`);
+    expect(h.runFiles(RUN)?.map).toMatchObject({ ended: job?.id, drawn: { commit: sha } });
+    // Shown once; with nothing left to wait for, the tick rests.
+    await step(h, 'schedule', SCHEDULE);
+    expect(maps()).toHaveLength(1);
+    expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
+  });
+
+  it('a map job that failed, or whose workflow run GitHub lost, is said once, and the tick rests', async () => {
+    const h = await github(TICKING);
+    await step(h, 'issues', labeled(h));
+    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+      finishRound(h);
+      await step(h, 'schedule', SCHEDULE);
+    }
+    const ask = (id: number) =>
+      h.box.payload('issue_comment', 'created', (p) => {
+        p.issue.number = 7;
+        delete p.issue.pull_request;
+        p.comment.id = id;
+        p.comment.body = '/autoresearch map';
+        p.sender.login = 'maintainer';
+        p.sender.type = 'User';
+      });
+    const failures = () =>
+      h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith('forkflush drew no idea map'));
+    await step(h, 'issue_comment', ask(901));
+    const failed = h.gh.actions?.runs.find((r) => r.inputs.round === 'map');
+    Object.assign(failed ?? {}, { status: 'completed', conclusion: 'failure' });
+    await step(h, 'schedule', SCHEDULE);
+    expect(failures()).toHaveLength(1);
+    expect(failures()[0]?.body).toContain('its job ended: failure');
+    expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
+
+    // Asked again; the run its dispatch started is deleted before it ends.
+    await step(h, 'issue_comment', ask(902));
+    const runs = h.gh.actions?.runs ?? [];
+    runs.splice(
+      runs.findIndex((r) => r.inputs.round === 'map' && r.status !== 'completed'),
+      1,
+    );
+    await step(h, 'schedule', SCHEDULE);
+    expect(failures()).toHaveLength(1);
+    expect(h.gh.workflowStates.get(TICK)).toBe('active');
+    // A day on, the tick says so once and stops looking.
+    h.clock = new Date(h.clock.getTime() + 25 * 3_600_000);
+    await step(h, 'schedule', SCHEDULE);
+    await step(h, 'schedule', SCHEDULE);
+    expect(failures()).toHaveLength(2);
+    expect(failures()[1]?.body).toMatch(
+      /GitHub has no workflow run of its job \(run \d+ is gone\), a day after its dispatch/,
+    );
+    expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
+  });
 });
 
 describe('hosted mode: the nightly tick of every installation', () => {

@@ -1128,6 +1128,10 @@ export class FakeGitHub {
       );
       return [200, { total_count: runs.length, workflow_runs: runs.map((r) => this.workflowRun(r)) }];
     });
+    route('GET', /\/actions\/runs\/(\d+)/, (m) => {
+      const run = this.actions?.runs.find((r) => r.id === Number(m[1]));
+      return run ? [200, this.workflowRun(run)] : [404, error(404, 'Not Found')];
+    });
     route('POST', /\/actions\/runs\/(\d+)\/cancel/, (m) => {
       const run = this.actions?.runs.find((r) => r.id === Number(m[1]));
       if (!run) return [404, error(404, 'Not Found')];

@@ -11,7 +11,9 @@ import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
-import { BASE_JOB, baseGradeRef, type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
+import { buildMap } from '../../src/core/map/record.js';
+import { runSnapshots } from '../../src/core/map/sample.js';
+import { BASE_JOB, baseGradeRef, mapRef, type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
 import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
 import { GitHubApi } from '../../src/github/api.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
@@ -329,6 +331,53 @@ export class Harness {
       p.workflow_run.display_title = `forkflush ${run} round ${round}`;
       p.workflow_run.head_branch = branch;
     });
+  }
+
+  /** The map job's part: a map commit (map.json, map.svg, the judge's answers) on the run's map ref. */
+  pushMap(run: string, png = false): string {
+    const state = this.state(run);
+    const snapshots = runSnapshots(state, 51).map((s) => ({
+      ...s,
+      strategy: state.config.strategy,
+      variant: null,
+      seed: 1,
+    }));
+    const [x, y, z] = snapshots.map((s) => s.commit) as [string, string, string];
+    const judgments = Array.from({ length: 12 }, (_, i) => ({
+      anchor: x,
+      a: i % 2 ? y : z,
+      b: i % 2 ? z : y,
+      answer: 'a' as const,
+    }));
+    const record = buildMap({
+      target: { kind: 'run', id: run },
+      createdAt: '2026-11-30T12:00:00.000Z',
+      direction: 'maximize',
+      judge: { kind: 'command', label: 'command (sh judge.sh)' },
+      embedding: 'tste',
+      seed: 1,
+      snapshots,
+      judgments,
+      heldOutShare: 0.1,
+      failed: { specs: [], judgments: 0, errors: [] },
+      calls: { spec: { made: 3, cached: 0, failed: 0 }, triplet: { made: 12, cached: 0, failed: 0 } },
+      spent: 2,
+      unit: 'minutes',
+      budget: 30,
+    });
+    const parent = this.gh.refs.get(mapRef(run));
+    const sha = this.gh.commit({
+      message: `forkflush ${run}: idea map`,
+      parents: parent ? [parent] : [],
+      files: {
+        'map.json': JSON.stringify(record),
+        'map.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
+        ...(png ? { 'map.png': 'png' } : {}),
+        'cache/0123456789abcdef/judgments.jsonl': '',
+      },
+    });
+    this.gh.refs.set(mapRef(run), sha);
+    return sha;
   }
 
   state(run: string): RunState {

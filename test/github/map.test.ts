@@ -4,8 +4,6 @@
 // and chance), or its failure in one line; the status comment and the result pull request embed
 // the last map. The job's own part (a map commit) is played here; action-map.test.ts runs it.
 import { describe, expect, it } from 'vitest';
-import { buildMap } from '../../src/core/map/record.js';
-import { runSnapshots } from '../../src/core/map/sample.js';
 import { mapRef } from '../../src/core/names.js';
 import { Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -30,53 +28,6 @@ async function gradedRun(): Promise<Harness> {
   return h;
 }
 
-/** The map job's part: a map commit (map.json, map.svg, the judge's answers) on the run's map ref. */
-function pushMap(h: Harness, png = false): string {
-  const state = h.state(RUN);
-  const snapshots = runSnapshots(state, 51).map((s) => ({
-    ...s,
-    strategy: state.config.strategy,
-    variant: null,
-    seed: 1,
-  }));
-  const [x, y, z] = snapshots.map((s) => s.commit) as [string, string, string];
-  const judgments = Array.from({ length: 12 }, (_, i) => ({
-    anchor: x,
-    a: i % 2 ? y : z,
-    b: i % 2 ? z : y,
-    answer: 'a' as const,
-  }));
-  const record = buildMap({
-    target: { kind: 'run', id: RUN },
-    createdAt: '2026-11-30T12:00:00.000Z',
-    direction: 'maximize',
-    judge: { kind: 'command', label: 'command (sh judge.sh)' },
-    embedding: 'tste',
-    seed: 1,
-    snapshots,
-    judgments,
-    heldOutShare: 0.1,
-    failed: { specs: [], judgments: 0, errors: [] },
-    calls: { spec: { made: 3, cached: 0, failed: 0 }, triplet: { made: 12, cached: 0, failed: 0 } },
-    spent: 2,
-    unit: 'minutes',
-    budget: 30,
-  });
-  const parent = h.gh.refs.get(mapRef(RUN));
-  const sha = h.gh.commit({
-    message: `forkflush ${RUN}: idea map`,
-    parents: parent ? [parent] : [],
-    files: {
-      'map.json': JSON.stringify(record),
-      'map.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
-      ...(png ? { 'map.png': 'png' } : {}),
-      'cache/0123456789abcdef/judgments.jsonl': '',
-    },
-  });
-  h.gh.refs.set(mapRef(RUN), sha);
-  return sha;
-}
-
 const mapDispatches = (h: Harness) => h.gh.dispatches.filter((d) => d.inputs.round === 'map');
 const issueComments = (h: Harness) => h.gh.comments.filter((c) => c.issue === 7);
 const bodies = (h: Harness) => issueComments(h).map((c) => c.body);
@@ -92,7 +43,7 @@ describe('/autoresearch map', () => {
     // The command's comment was taken and carried out: no reply, only the reactions.
     const before = issueComments(h).length;
 
-    const sha = pushMap(h);
+    const sha = h.pushMap(RUN);
     await h.jobCompleted(RUN, 'map');
     const shown = bodies(h).filter((b) => b.startsWith('## Idea map'));
     expect(shown).toHaveLength(1);
@@ -186,7 +137,7 @@ describe('/autoresearch map', () => {
     );
     expect(h.runFiles(RUN)?.map?.drawn).toBeUndefined();
     // The job run again (its answers kept on the map ref) pushes a map, with a PNG this time.
-    const sha = pushMap(h, true);
+    const sha = h.pushMap(RUN, true);
     await h.jobCompleted(RUN, 'map');
     expect(
       bodies(h).filter((b) => b.startsWith('## Idea map') && b.includes(`/blob/${sha}/map.png?raw=true`)),
@@ -198,7 +149,7 @@ describe('/autoresearch map', () => {
     for (let guard = 0; guard < 50 && h.state(RUN).status !== 'finished'; guard++) await playRound(h, () => 60);
     expect(h.state(RUN).status).toBe('finished');
     await h.comment(7, '/autoresearch map');
-    const sha = pushMap(h);
+    const sha = h.pushMap(RUN);
     await h.send('workflow_run', 'completed', (p) => {
       p.workflow_run.display_title = `forkflush ${RUN} round map`;
       p.workflow_run.head_branch = 'main';
@@ -213,7 +164,7 @@ describe('/autoresearch map', () => {
   it("from another workflow run than the map's dispatch, changes nothing", async () => {
     const h = await gradedRun();
     await h.comment(7, '/autoresearch map');
-    pushMap(h);
+    h.pushMap(RUN);
     await h.send('workflow_job', 'completed', (p) => {
       p.workflow_job.name = `forkflush ${RUN} map`;
       p.workflow_job.conclusion = 'success';
