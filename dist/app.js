@@ -52279,6 +52279,16 @@ var Workflows = class {
     });
     return data.workflow_runs.filter((w) => w.display_title === title);
   }
+  /** Cancels one workflow run; false when it has completed already, or is gone. */
+  async cancel(id) {
+    try {
+      await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: id });
+      return true;
+    } catch (e) {
+      if (status(e) === 409 || status(e) === 404) return false;
+      throw e;
+    }
+  }
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow, run2) {
     let cancelled = 0;
@@ -54616,12 +54626,13 @@ async function observe(api, commits, state, files, seen) {
     } else if (seen.roundEnded === open2.index) {
       result = failedResult(e, "its round's workflow run ended without a result for it");
     } else if (seen.now.getTime() > Date.parse(dispatched.deadline) && !await startedLate(api, files, e.id, state, seen.now)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+      result = failedResult(e, `${PAST_DEADLINE} (${dispatched.deadline})`);
     }
     if (result) next = applyResult(next, e.id, result);
   }
   return next;
 }
+var PAST_DEADLINE = "no result by the round's deadline";
 async function startedLate(api, files, episode, state, now) {
   const check2 = files.checks?.[episode];
   const started = check2 === void 0 ? null : await api.checks.jobStarted(check2);
@@ -54813,6 +54824,9 @@ var GitHubWork = class {
       }
       await this.api.deleteRef(refs.episode(e.round, e.branch));
     }
+    const runId2 = this.files.dispatched[String(round.index)]?.runId;
+    if (runId2 !== void 0 && round.episodes.some((e) => e.result?.reason?.startsWith(PAST_DEADLINE)))
+      await this.api.workflows.cancel(runId2);
     this.files.settled.push(round.index);
   }
   async moveBest(state, commit) {

@@ -143,12 +143,15 @@ export async function observe(
       seen.now.getTime() > Date.parse(dispatched.deadline) &&
       !(await startedLate(api, files, e.id, state, seen.now))
     ) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+      result = failedResult(e, `${PAST_DEADLINE} (${dispatched.deadline})`);
     }
     if (result) next = applyResult(next, e.id, result);
   }
   return next;
 }
+
+/** The reason of an episode its round's deadline failed: its job is queued or hung, if it is anywhere. */
+export const PAST_DEADLINE = "no result by the round's deadline";
 
 /**
  * Whether an episode's job started after it waited for a runner (all runs' nightly rounds are

@@ -33,7 +33,7 @@ import { type Episode, type Round, type RunState, setupFailed } from '../core/st
 import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
 import type { GitHubApi, GitHubRunRecord } from './api.js';
 import type { CheckRunFields } from './checks.js';
-import type { Commits } from './observe.js';
+import { type Commits, PAST_DEADLINE } from './observe.js';
 import { layoutOf, phaseOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
 
 export class GitHubWork implements ForgeWork {
@@ -250,6 +250,11 @@ export class GitHubWork implements ForgeWork {
       }
       await this.api.deleteRef(refs.episode(e.round, e.branch));
     }
+    // Decided by its deadline: the jobs still queued (or hung) would only find it decided, and hold
+    // runners (a self-hosted one's queue) meanwhile.
+    const runId = this.files.dispatched[String(round.index)]?.runId;
+    if (runId !== undefined && round.episodes.some((e) => e.result?.reason?.startsWith(PAST_DEADLINE)))
+      await this.api.workflows.cancel(runId);
     this.files.settled.push(round.index);
   }
 

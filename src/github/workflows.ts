@@ -68,6 +68,17 @@ export class Workflows {
     return data.workflow_runs.filter((w) => w.display_title === title);
   }
 
+  /** Cancels one workflow run; false when it has completed already, or is gone. */
+  async cancel(id: number): Promise<boolean> {
+    try {
+      await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: id });
+      return true;
+    } catch (e) {
+      if (status(e) === 409 || status(e) === 404) return false;
+      throw e;
+    }
+  }
+
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow: string, run: string): Promise<number> {
     let cancelled = 0;

@@ -254,6 +254,29 @@ describe('overnight: the nightly rounds', () => {
     expect(b1Result(h)?.reason).toMatch(/^no result by the round's deadline/);
   });
 
+  it('a round its deadline decided has its workflow run cancelled: a job still queued holds no runner for nothing', async () => {
+    // Such a job, once it got a runner, found its round decided and refused to run: runner
+    // minutes, and on a self-hosted runner a place in the queue before other runs' jobs.
+    const h = await finishedNightlyRun();
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    const [b0] = h.openEpisodes(RUN);
+    if (!b0) throw new Error('expected a nightly round');
+    h.pushResult(h.state(RUN), b0, 3);
+    await h.jobCompleted(RUN, b0.id);
+    const round = h.state(RUN).rounds.at(-1)?.index ?? -1;
+    const runId = h.runFiles(RUN)?.dispatched[String(round)]?.runId;
+    const workflowRun = h.gh.actions?.runs.find((r) => r.id === runId);
+    expect(workflowRun?.status).not.toBe('completed');
+    h.clock = new Date(h.clock.getTime() + (roundDeadlineMinutes(h.state(RUN).config) + 1) * 60_000);
+    await nightlyTick(h.api(), h.clock);
+    expect(b1Result(h)?.reason).toMatch(/^no result by the round's deadline/);
+    expect(workflowRun).toMatchObject({ status: 'completed', conclusion: 'cancelled' });
+    // The other rounds, decided by their jobs' ends, were left alone.
+    const cancelled = h.gh.actions?.runs.filter((r) => r.conclusion === 'cancelled') ?? [];
+    expect(cancelled.map((r) => r.id)).toEqual([runId]);
+  });
+
   it("a night's better result after a person closed the draft pull request is proposed in a new one", async () => {
     // The closed draft was retitled to the new score, and no open pull request proposed it
     // (github/work.ts publishRun; found by a review).
