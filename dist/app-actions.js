@@ -71653,7 +71653,9 @@ async function syncStored(ctx, stored) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
   const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  const retaking = new Set(work.filter((w) => files.claims[w.key] !== void 0).map((w) => w.key));
+  const retaking = new Set(
+    work.filter((w) => files.claims[w.key] !== void 0 || files.blocked?.work === w.key).map((w) => w.key)
+  );
   for (const w of work) files.claims[w.key] = now.toISOString();
   if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
     sha2 = await api.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
@@ -71668,7 +71670,10 @@ async function syncStored(ctx, stored) {
     for (const w of work) {
       if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
       await carryOut(github, state, w, retaking.has(w.key)).catch((e) => {
-        if (!(e instanceof ConflictError)) files.blocked = blockedBy(w.key, e, files.blocked, now);
+        if (!(e instanceof ConflictError)) {
+          files.blocked = blockedBy(w.key, e, files.blocked, now);
+          delete files.claims[w.key];
+        }
         throw e;
       });
       delete files.claims[w.key];

@@ -142,6 +142,9 @@ async function openJob(s: ActionSettings, o: JobOptions): Promise<Job> {
     throw new Error(read.unreadable);
   }
   const { state, facts } = read;
+  // A stop cancels the round's workflow run; "Re-run all jobs" on it keeps its id, and the round its open.
+  if (facts.stopped)
+    throw new Error(`run ${state.id} is stopped: nothing to run (\`/autoresearch resume\` dispatches its round again)`);
   const { episode, round } = findOpenEpisode(state, s.episode);
   // Only the workflow run the app dispatched for the round runs its episodes: a re-run of an
   // earlier one (a stopped round resumed, a round whose setup failed run again) would run the

@@ -63,8 +63,11 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
   const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  // A claim already there (stale, or it would not be taken): its handler may have done part of it.
-  const retaking = new Set(work.filter((w) => files.claims[w.key] !== undefined).map((w) => w.key));
+  // A claim already there (stale, or it would not be taken), or an attempt that failed: its handler
+  // may have done part of it.
+  const retaking = new Set(
+    work.filter((w) => files.claims[w.key] !== undefined || files.blocked?.work === w.key).map((w) => w.key),
+  );
   for (const w of work) files.claims[w.key] = now.toISOString();
   if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
     sha = await api.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
@@ -84,7 +87,12 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     for (const w of work) {
       if (Date.now() - started > (STALE_CLAIM_MINUTES * 60_000) / 2) break;
       await carryOut(github, state, w, retaking.has(w.key)).catch((e: unknown) => {
-        if (!(e instanceof ConflictError)) files.blocked = blockedBy(w.key, e, files.blocked, now);
+        if (!(e instanceof ConflictError)) {
+          files.blocked = blockedBy(w.key, e, files.blocked, now);
+          // Given up, not held for a claim's life: the next event tries again (a person who fixed
+          // what the issue names says `/autoresearch status`, and is answered), as a retake.
+          delete files.claims[w.key];
+        }
         throw e;
       });
       delete files.claims[w.key];

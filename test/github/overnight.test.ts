@@ -10,6 +10,11 @@ import { useGitHubInABox } from './use-box.js';
 useGitHubInABox();
 
 const RUN = 'issue-7';
+const issueText = (h: Harness) =>
+  h.gh.comments
+    .filter((c) => c.issue === 7)
+    .map((c) => c.body)
+    .join('\n');
 
 /** Plays every dispatched round of a run: each job pushes a score, then reports completed. */
 async function playToEnd(h: Harness, run = RUN) {
@@ -179,12 +184,16 @@ describe('overnight: the nightly rounds', () => {
       holdsBest: false,
     });
     // ...and the issue must say why the result branch stayed behind, and what to do.
-    expect(
-      h.gh.comments
-        .filter((c) => c.issue === 7)
-        .map((c) => c.body)
-        .join('\n'),
-    ).toContain('has commits forkflush did not make');
+    expect(issueText(h)).toContain('has commits forkflush did not make');
+    expect(issueText(h)).toContain('merge that commit into it, or delete the branch, then `/autoresearch status`');
+    // In the morning, a maintainer does as the issue says, minutes later: the run publishes its
+    // result now. The failed attempt held its claim for 10 minutes, so the command was answered
+    // +1 and nothing retried it until the next night's tick (found by a review).
+    h.clock = new Date(h.clock.getTime() + 2 * 60_000);
+    h.gh.refs.delete(ref);
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.refs.get(ref)).toBe(h.state(RUN).lineages[0]?.head);
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toMatch(/\*\*Status:\*\* stuck/);
   });
 
   it('a round whose every job ended without a result stops the run that night: no green check, no round the next night', async () => {

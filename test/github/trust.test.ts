@@ -403,6 +403,31 @@ describe("a round's end and a failed job count only from the run the app dispatc
     ]);
   });
 
+  it('"Re-run all jobs" on the round\'s run a stop cancelled runs no agent while the run is stopped', {
+    timeout: 120_000,
+  }, async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const runId = h.runFiles(RUN)?.dispatched['0']?.runId;
+    const workflowRun = h.box.actions.runs.find((r) => r.id === runId);
+    if (!workflowRun) throw new Error("expected the opening round's workflow run");
+    // A maintainer stops the run (the budget, a wrong task): its round's run is cancelled.
+    await h.comment(7, '/autoresearch stop');
+    expect(workflowRun).toMatchObject({ status: 'completed', conclusion: 'cancelled' });
+    // A teammate sees a red, cancelled run in the Actions tab and clicks "Re-run all jobs": GitHub
+    // runs the same workflow run (its id kept) again, every job queued anew.
+    Object.assign(workflowRun, { status: 'queued', conclusion: null });
+    for (const job of workflowRun.jobs) Object.assign(job, { status: 'queued', conclusion: null, log: '' });
+    const jobs = await h.box.runQueued();
+    expect(h.runFiles(RUN)?.stopped).toBe(true);
+    // No episode ran: each episode's ref is still at its base, and each job says why it ran nothing.
+    const state = h.state(RUN);
+    const refs = h.refs(RUN);
+    for (const e of state.rounds[0]?.episodes ?? [])
+      expect(h.gh.refs.get(refs.episode(e.round, e.branch))).toBe(e.base);
+    for (const job of jobs.filter((j) => !j.name.endsWith(' base'))) expect(job.log).toMatch(/stopped/);
+  });
+
   it("a failed job of the round's dispatched run counts (recorded or not)", async () => {
     const h = await new Harness().load();
     await h.label(7);
