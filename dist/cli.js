@@ -38378,6 +38378,7 @@ async function episode(job, charged2) {
   if ("failed" in setup) return setupResult(job, setup.failed, started);
   const start2 = await addLosersSection(job);
   if (start2.note) job.log?.(start2.note);
+  await job.agentStarting?.();
   const ran = await runAgentStep(job, b);
   addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_MAX_BYTES));
   const chargeOf = (unchanged2) => chargeFor({ ...ran.chargeBase, tries: ran.tried.tries, evaluations: ran.evaluations(), unchanged: unchanged2 });
@@ -38798,7 +38799,6 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);
   emit({ type: "episode-start", state, episode: e });
-  await starting();
   try {
     const result = await runEpisode({
       runId: state.id,
@@ -38821,7 +38821,8 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
       ...o.signal ? { signal: o.signal } : {},
       ...o.env ? { env: o.env } : {},
       ...o.sleep ? { sleep: o.sleep } : {},
-      warn: (warning) => emit({ type: "episode-warning", state, episode: e, warning })
+      warn: (warning) => emit({ type: "episode-warning", state, episode: e, warning }),
+      agentStarting: starting
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;

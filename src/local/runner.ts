@@ -181,7 +181,8 @@ class Driver {
   /** One episode of the pool: false when it was interrupted (`diskFull` told what the machine refused). */
   private async runPooled(e: Episode, diskFull: (problem: string) => void): Promise<boolean> {
     if (this.halt.signal.aborted) return false;
-    // Saved before the agent runs: a forkflush killed with the episode in flight leaves it counted.
+    // Saved once setup is done, before the agent runs (runEpisode calls it): a forkflush killed
+    // with the agent in flight leaves it counted, and one killed in setup spent nothing.
     let started = false;
     const starting = async () => {
       this.state = recordStart(this.state, e.id);
@@ -248,7 +249,6 @@ async function runOne(
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);
   emit({ type: 'episode-start', state, episode: e });
-  await starting();
   try {
     const result = await runEpisode({
       runId: state.id,
@@ -272,6 +272,7 @@ async function runOne(
       ...(o.env ? { env: o.env } : {}),
       ...(o.sleep ? { sleep: o.sleep } : {}),
       warn: (warning) => emit({ type: 'episode-warning', state, episode: e, warning }),
+      agentStarting: starting,
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;

@@ -54,6 +54,11 @@ export interface EpisodeJob {
   log?: (line: string) => void;
   /** What the user should see while the agent runs, not only once it ended (a model API that cannot be reached). */
   warn?: (line: string) => void;
+  /**
+   * Called once setup is done and just before the agent starts: a local run saves the start there
+   * (core/attempts.ts), so that a forkflush killed in setup, before anything was spent, is charged nothing.
+   */
+  agentStarting?: () => Promise<void>;
   /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
   judgeMachine?: JudgeMachine;
   /** The other episodes on this machine (a local run's): a judge that timed out while one ran is graded again alone. */

@@ -71,6 +71,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const start = await addLosersSection(job);
   if (start.note) job.log?.(start.note);
   // 4. The agent, in its sandbox, within its budget.
+  await job.agentStarting?.();
   const ran = await runAgentStep(job, b);
   // 5. What it spent, charged before the snapshot, as if the workspace changed: a full disk after
   //    this still charges it. A context too large to carry on goes whole (the adapter has read it).

@@ -2,17 +2,19 @@
 // folder and the repository tampered as an agent would if it could reach them, and the run
 // resumed (`forkflush resume`). The honest outcome: nothing of the killed attempt survives (its
 // processes, its workspace files, its context), a forged result on the episode's branch is not
-// taken for forkflush's, and the resumed run records the second attempt's work, sealed.
+// taken for forkflush's, and the resumed run records the second attempt's work, sealed. A kill
+// before the agent started (in setup) is charged nothing.
 
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { commitMessage as trailers } from '../../src/core/journal.js';
 import { episodeBranch } from '../../src/core/names.js';
 import { newSealKey, sealMessage, verifySeal } from '../../src/worker/seal.js';
 import {
+  attackTemp,
   CAT_GRADER,
   cleanRegrade,
   cleanupAttackTemps,
@@ -36,6 +38,10 @@ beforeAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const waitFor = async (ok: () => boolean, ms: number) => {
+  for (let t = 0; t < ms && !ok(); t += 50) await sleep(50);
+  return ok();
+};
 
 describeSandboxed('killed mid-run, tampered, resumed', () => {
   it('the resumed run records the second attempt only, and no forged result', async () => {
@@ -138,4 +144,70 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       killProcessesUnder(root);
     }
   });
+
+  it('charges nothing for the killed attempt whose agent never started', async () => {
+    // The start was saved before setup (often the longest step: npm ci, pip install), so a kill
+    // there was charged a whole allowance on resume, though no agent ran: a fork round killed in
+    // its setups was charged K of them, past budget.total (found by a review).
+    const gate = attackTemp('gate');
+    const marker = `30.${Date.now() % 100000}${process.pid % 1000}`;
+    // Setup sleeps in the episode's workspace (not in the initial grade's, nor once `skip` exists).
+    const setup = `case "$PWD" in */workspaces/base) ;; *) test -f ${gate}/skip || sleep ${marker} ;; esac; true`;
+    const repo = makeAttackRepo({
+      agent: 'sh a.sh {logs}',
+      grader: CAT_GRADER,
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      files: {
+        'a.sh':
+          'echo x >> "$1/starts"\necho $(( $(cat value.txt) + 1 )) > value.txt\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+      },
+      extra: `setup:\n  commands: [${JSON.stringify(setup)}]\n  cache: false\n  timeout: 120\n`,
+    });
+    const root = join(repo.dir, '..');
+    try {
+      let cli: ChildProcess | undefined;
+      const first = runCli(['run', repo.dir, '--seed', '1'], {
+        cwd: root,
+        deadlineMs: 90_000,
+        onStart: (child) => {
+          cli = child;
+        },
+      });
+      const inSetup = () => {
+        try {
+          return (
+            execFileSync('pgrep', ['-f', `sleep ${marker}`])
+              .toString()
+              .trim() !== ''
+          );
+        } catch {
+          return false;
+        }
+      };
+      expect(await waitFor(inSetup, 60_000), "the first episode's setup is running").toBe(true);
+      cli?.kill('SIGKILL');
+      expect((await first).signal).toBe('SIGKILL');
+      expect(existsSync(join(repo.logs, 'starts')), 'no agent ran before the kill').toBe(false);
+      // No start is saved before the agent runs: a kill in setup spent nothing.
+      expect(newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.unfinishedStarts).toBeUndefined();
+      killProcessesUnder(root);
+
+      writeFileSync(join(gate, 'skip'), '');
+      const resumed = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 90_000 });
+      expect(resumed.exitCode, resumed.out.slice(-1500)).toBe(0);
+      const after = newestRunState(repo.dir);
+      expect(after?.status).toBe('finished');
+      const episodes = after?.rounds.flatMap((r) => r.episodes) ?? [];
+      const starts = readFileSync(join(repo.logs, 'starts'), 'utf8').trim().split('\n').length;
+      expect(starts, 'each episode ran its agent once').toBe(episodes.length);
+      // What the agents said they spent (1 each) is all the run spent: the killed setup cost nothing.
+      expect(episodes.map((e) => e.interruptedSpent ?? 0)).toEqual(episodes.map(() => 0));
+      expect(episodes.reduce((s, e) => s + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0)).toBe(
+        episodes.length,
+      );
+    } finally {
+      killProcessesUnder(root);
+      for (const p of processesWith(`sleep ${marker}`)) process.kill(p, 'SIGKILL');
+    }
+  }, 200_000);
 });
