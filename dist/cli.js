@@ -7441,8 +7441,44 @@ var SMOKE_CAP_TOKENS = 6e4;
 var SMOKE_TIMEOUT_SECONDS = 180;
 
 // src/io/process.ts
-import { spawn as spawn2 } from "node:child_process";
+import { spawn as spawn3 } from "node:child_process";
 import { createWriteStream } from "node:fs";
+
+// src/io/group-keeper.ts
+import { spawn } from "node:child_process";
+var KEEPER = `trap '' INT HUP TERM
+live=' '
+while IFS= read -r line; do
+  case $line in
+    +*) live="$live\${line#+} " ;;
+    -*) g=\${line#-}; rest=$live; live=' '; for x in $rest; do [ "$x" = "$g" ] || live="$live$x "; done ;;
+  esac
+done
+[ "$live" = ' ' ] && exit 0
+for g in $live; do kill -s TERM -- "-$g" 2>/dev/null; done
+sleep 1
+for g in $live; do kill -s KILL -- "-$g" 2>/dev/null; done
+`;
+var keeper = null;
+function tell(line) {
+  if (!keeper) {
+    keeper = spawn("/bin/sh", ["-c", KEEPER], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
+    keeper.on("error", () => {
+    });
+    keeper.stdin?.on("error", () => {
+    });
+    keeper.unref();
+    keeper.stdin?.unref?.();
+  }
+  keeper.stdin?.write(`${line}
+`);
+}
+function keepGroup(pgid) {
+  tell(`+${pgid}`);
+}
+function releaseGroup(pgid) {
+  if (keeper) tell(`-${pgid}`);
+}
 
 // src/io/opening-path.ts
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
@@ -7559,7 +7595,7 @@ function isAlive(pid) {
 }
 
 // src/io/sandbox.ts
-import { spawn } from "node:child_process";
+import { spawn as spawn2 } from "node:child_process";
 import { lstatSync, realpathSync } from "node:fs";
 import { release } from "node:os";
 import { dirname, sep } from "node:path";
@@ -8042,7 +8078,7 @@ function prefixOf(dir) {
 }
 function exec(file2, args, fd3) {
   return new Promise((resolve8) => {
-    const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
+    const child = spawn2(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
     let stderr = "";
@@ -8137,7 +8173,10 @@ function spawnAndWait(file2, args, options, confined2) {
       resolve8(result);
     });
     child.on("exit", () => {
-      if (child.pid !== void 0) running.delete(child.pid);
+      if (child.pid !== void 0) {
+        running.delete(child.pid);
+        releaseGroup(child.pid);
+      }
       stopper.leaderExited();
     });
   });
@@ -8176,7 +8215,7 @@ function waitForEnd(child, output2, settle2) {
   });
 }
 function startChild(file2, args, options, confined2) {
-  const child = spawn2(confined2?.file ?? file2, confined2?.args ?? args, {
+  const child = spawn3(confined2?.file ?? file2, confined2?.args ?? args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
     detached: true,
@@ -8184,6 +8223,7 @@ function startChild(file2, args, options, confined2) {
   });
   if (confined2?.fd3) writeFd3(child, confined2.fd3);
   if (child.pid !== void 0) running.add(child.pid);
+  if (child.pid !== void 0 && !confined2) keepGroup(child.pid);
   if (!stopOnExit) {
     stopOnExit = true;
     process.once("exit", () => stopAllCommands(0));
@@ -36435,14 +36475,14 @@ async function runTries(input2) {
   let session = first;
   for (; ; ) {
     let last = null;
-    const spawn3 = async (file2, args, options) => {
+    const spawn4 = async (file2, args, options) => {
       last = await first.spawn(file2, args, options);
       return last;
     };
     const refusedBefore = input2.refused?.count() ?? 0;
     const offline = new AbortController();
     const unwatch = watchOffline(input2, () => offline.abort("offline"));
-    const outcome = await input2.agent.run({ ...session, spawn: spawn3, signal: AbortSignal.any([session.signal, offline.signal]) }).finally(unwatch);
+    const outcome = await input2.agent.run({ ...session, spawn: spawn4, signal: AbortSignal.any([session.signal, offline.signal]) }).finally(unwatch);
     outcomes.push(outcome);
     const interrupted = input2.interrupt.aborted;
     tries.push({
@@ -37751,13 +37791,13 @@ async function startServices(job, b, stopForBudget) {
   const confinement = { ...agentConfinement(places, config2, b.source), account };
   confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
   const removed = { ...NOTHING_CLEANED };
-  const spawn3 = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
+  const spawn4 = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
   const close = async () => {
     await grading.close();
     account.release();
     await egress.close();
   };
-  return { grading, egress, removed, spawn: spawn3, close };
+  return { grading, egress, removed, spawn: spawn4, close };
 }
 async function runAgentStep(job, b) {
   const { config: config2, episode: episode2, places, isolation } = job;
@@ -37765,7 +37805,7 @@ async function runAgentStep(job, b) {
   const unit = config2.budget.unit;
   const { grading, egress, removed, spawn: confinedSpawn, close } = await startServices(job, b, stopForBudget);
   let logFull = null;
-  const spawn3 = async (file2, args, options) => {
+  const spawn4 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
     if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
     return r;
@@ -37801,7 +37841,7 @@ async function runAgentStep(job, b) {
         deadlineIsBudget: budgetMs <= agentTimeoutMs,
         env: egress.env,
         signal: AbortSignal.any([b.interrupt, stopForBudget.signal]),
-        spawn: spawn3,
+        spawn: spawn4,
         confined: isolation.sandbox !== null
       },
       interrupt: b.interrupt,
@@ -41347,7 +41387,7 @@ async function judged(s, call, allowance, o) {
   const logFile = join35(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
-  const spawn3 = async (file2, args, options) => {
+  const spawn4 = async (file2, args, options) => {
     const r2 = await confined2(file2, args, options);
     if (options.logFile === logFile) main2 = r2;
     if (r2.stopped === null && couldNotStart(r2)) notStarted = true;
@@ -41371,7 +41411,7 @@ async function judged(s, call, allowance, o) {
     deadlineIsBudget: budgetMs <= timeoutMs,
     env,
     signal: s.signal,
-    spawn: spawn3,
+    spawn: spawn4,
     confined: sandbox !== null
   });
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);

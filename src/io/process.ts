@@ -1,7 +1,8 @@
 // The one door to child processes. It owns timeouts and stops: a command runs in its own process
 // group, and stopping it signals the whole group (an agent's tools and a grader's workers too)
 // and every descendant that left the group (Codex runs its tools in sessions of their own).
-// A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
+// A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it; an
+// unconfined one's group is kept by group-keeper.ts, should this process be killed.
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
@@ -15,6 +16,7 @@ import {
   STOP_ALL_GRACE_MS,
   STOP_GRACE_MS,
 } from '../core/bounds.js';
+import { keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, startTime, stillRuns } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
@@ -175,7 +177,10 @@ function spawnAndWait(
       resolve(result);
     });
     child.on('exit', () => {
-      if (child.pid !== undefined) running.delete(child.pid);
+      if (child.pid !== undefined) {
+        running.delete(child.pid);
+        releaseGroup(child.pid);
+      }
       stopper.leaderExited();
     });
   });
@@ -242,6 +247,8 @@ function startChild(file: string, args: string[], options: RunOptions, confined:
   }) as Child;
   if (confined?.fd3) writeFd3(child, confined.fd3);
   if (child.pid !== undefined) running.add(child.pid);
+  // Outside the sandbox nothing else ties the command to this process if it is killed (SIGKILL).
+  if (child.pid !== undefined && !confined) keepGroup(child.pid);
   if (!stopOnExit) {
     // Whatever way this process ends (an exit, a crash), no command of its outlives it.
     stopOnExit = true;

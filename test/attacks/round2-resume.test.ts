@@ -3,11 +3,11 @@
 // resumed (`forkflush resume`). The honest outcome: nothing of the killed attempt survives (its
 // processes, its workspace files, its context), a forged result on the episode's branch is not
 // taken for forkflush's, and the resumed run records the second attempt's work, sealed. A kill
-// before the agent started (in setup) is charged nothing.
+// before the agent started (in setup) is charged nothing, and an unconfined agent dies with it.
 
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { commitMessage as trailers } from '../../src/core/journal.js';
@@ -38,6 +38,7 @@ beforeAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const size = (file: string) => (existsSync(file) ? statSync(file).size : -1);
 const waitFor = async (ok: () => boolean, ms: number) => {
   for (let t = 0; t < ms && !ok(); t += 50) await sleep(50);
   return ok();
@@ -210,4 +211,51 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       for (const p of processesWith(`sleep ${marker}`)) process.kill(p, 'SIGKILL');
     }
   }, 200_000);
+
+  it('an unconfined agent (sandbox: off) does not outlive its killed forkflush', async () => {
+    // Every command runs in a process group of its own, stopped by an 'exit' handler that a SIGKILL
+    // never runs; outside bubblewrap (no --die-with-parent) the agent ran on, spending on its
+    // provider and writing the workspace (found by a review; io/group-keeper.ts).
+    const marker = unique('ff-orphan');
+    const repo = makeAttackRepo({
+      agent: `sh {repo}/../orphan.sh {logs} ${marker}`,
+      grader: CAT_GRADER,
+      agentTimeout: 60,
+    });
+    // The agent: says it is ready, then beats (a file that grows) for a minute.
+    writeFileSync(
+      join(repo.dir, '..', 'orphan.sh'),
+      'echo $$ > "$1/pid"; touch "$1/ready"; i=0; while [ $i -lt 600 ]; do echo "$2" >> "$1/beat"; sleep 0.1; i=$((i+1)); done\n',
+    );
+    // The same run, unconfined: what `sandbox: auto` gives on a machine without bubblewrap.
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('mode: required', 'mode: off'));
+    repo.git('commit', '-qam', 'unconfined');
+    const root = join(repo.dir, '..');
+    try {
+      let cli: ChildProcess | undefined;
+      const first = runCli(['run', repo.dir, '--seed', '1'], {
+        cwd: root,
+        deadlineMs: 60_000,
+        onStart: (child) => {
+          cli = child;
+        },
+      });
+      expect(await waitFor(() => existsSync(join(repo.logs, 'ready')), 30_000), 'the agent started').toBe(true);
+      cli?.kill('SIGKILL');
+      expect((await first).signal).toBe('SIGKILL');
+      await sleep(1000);
+      const beat = size(join(repo.logs, 'beat'));
+      await sleep(800);
+      const pid = readFileSync(join(repo.logs, 'pid'), 'utf8').trim();
+      expect(
+        size(join(repo.logs, 'beat')),
+        `the killed run's agent (pid ${pid}) still writes its workspace 1.8 s after forkflush died`,
+      ).toBe(beat);
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      killProcessesUnder(root);
+      for (const p of processesWith(marker)) process.kill(p, 'SIGKILL');
+    }
+  }, 90_000);
 });

@@ -1,0 +1,49 @@
+// The keeper of the commands' process groups, for a forkflush that dies without stopping them.
+// Every command runs in a group of its own (process.ts) and an 'exit' handler stops them all, but a
+// SIGKILL (`kill -9`, the OOM killer) runs no handler. A confined command's bwrap dies with
+// forkflush (--die-with-parent); an unconfined one (sandbox: off, or no bubblewrap) ran on: its
+// agent spending on its provider, charged nowhere, and writing the workspace a resume checks out
+// again. So one small shell, started with the first unconfined command, keeps the list of their
+// groups from its stdin, and when that pipe closes (forkflush is gone, however it ended) it stops
+// the groups still listed: SIGTERM, a second, then SIGKILL.
+import { type ChildProcess, spawn } from 'node:child_process';
+
+// Lines `+<pgid>` and `-<pgid>`; its own signals are ignored (a Ctrl-C reaches forkflush, which
+// stops its commands itself, and this must outlive it to do its one job).
+const KEEPER = `trap '' INT HUP TERM
+live=' '
+while IFS= read -r line; do
+  case $line in
+    +*) live="$live\${line#+} " ;;
+    -*) g=\${line#-}; rest=$live; live=' '; for x in $rest; do [ "$x" = "$g" ] || live="$live$x "; done ;;
+  esac
+done
+[ "$live" = ' ' ] && exit 0
+for g in $live; do kill -s TERM -- "-$g" 2>/dev/null; done
+sleep 1
+for g in $live; do kill -s KILL -- "-$g" 2>/dev/null; done
+`;
+
+let keeper: ChildProcess | null = null;
+
+function tell(line: string): void {
+  if (!keeper) {
+    keeper = spawn('/bin/sh', ['-c', KEEPER], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    keeper.on('error', () => {});
+    keeper.stdin?.on('error', () => {});
+    // Neither the keeper nor its pipe keeps forkflush running.
+    keeper.unref();
+    (keeper.stdin as { unref?: () => void } | null)?.unref?.();
+  }
+  keeper.stdin?.write(`${line}\n`);
+}
+
+/** A command's group to stop if forkflush dies while the command runs. */
+export function keepGroup(pgid: number): void {
+  tell(`+${pgid}`);
+}
+
+/** The command's leader has exited: its group is no longer the keeper's (its pgid may be reused). */
+export function releaseGroup(pgid: number): void {
+  if (keeper) tell(`-${pgid}`);
+}
