@@ -7528,10 +7528,10 @@ function killAll(pids, signal, spare) {
 }
 function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
   const children = /* @__PURE__ */ new Map();
-  for (const link2 of processLinks()) {
-    const list = children.get(link2.ppid) ?? [];
-    list.push(link2);
-    children.set(link2.ppid, list);
+  for (const link3 of processLinks()) {
+    const list = children.get(link3.ppid) ?? [];
+    list.push(link3);
+    children.set(link3.ppid, list);
   }
   const found = [];
   let level = [root];
@@ -39211,7 +39211,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39291,22 +39291,27 @@ var RunStore = class _RunStore {
       heldLocks.set(file2, holds + 1);
       return once(async () => this.release(file2));
     }
-    for (let attempt2 = 0; attempt2 < 2; attempt2++) {
-      try {
-        await writeFile14(file2, `${process.pid} ${startTime(process.pid) ?? ""}`.trim(), { flag: "wx" });
-        heldLocks.set(file2, 1);
-        return once(async () => this.release(file2));
-      } catch (e) {
-        if (e.code !== "EEXIST") throw e;
-        const pid = holder(await readFile9(file2, "utf8").catch(() => ""));
+    const mine = `${file2}.${process.pid}`;
+    await writeFile14(mine, `${process.pid} ${startTime(process.pid) ?? ""}`.trim());
+    try {
+      for (let attempt2 = 0; attempt2 < 50; attempt2++) {
+        if (await linked(mine, file2)) {
+          heldLocks.set(file2, 1);
+          return once(async () => this.release(file2));
+        }
+        const seen = await readFile9(file2, "utf8").catch(() => null);
+        if (seen === null) continue;
+        const pid = holder(seen);
         if (pid && pid !== process.pid) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
           );
         }
-        await unlink2(file2).catch(() => {
-        });
+        await removeStale(file2, seen, mine);
       }
+    } finally {
+      await unlink2(mine).catch(() => {
+      });
     }
     throw new UserError(`could not take the lock ${file2}`);
   }
@@ -39328,6 +39333,31 @@ var RunStore = class _RunStore {
   }
 };
 var heldLocks = /* @__PURE__ */ new Map();
+async function linked(from, to) {
+  try {
+    await link2(from, to);
+    return true;
+  } catch (e) {
+    if (e.code === "EEXIST") return false;
+    throw e;
+  }
+}
+async function removeStale(file2, seen, mine) {
+  const guard = `${file2}.break`;
+  if (!await linked(mine, guard)) {
+    if (holder(await readFile9(guard, "utf8").catch(() => "")) === null) await unlink2(guard).catch(() => {
+    });
+    else await new Promise((r) => setTimeout(r, 20));
+    return;
+  }
+  try {
+    if (await readFile9(file2, "utf8").catch(() => null) === seen) await unlink2(file2).catch(() => {
+    });
+  } finally {
+    await unlink2(guard).catch(() => {
+    });
+  }
+}
 function once(f2) {
   let done = null;
   return () => done ??= f2();

@@ -1,7 +1,7 @@
 // Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
 // file, written atomically after every step, so a crash loses at most the step in flight; the
 // episode commits themselves hold their results, so even that step is recovered from git.
-import { chmod, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import {
@@ -112,22 +112,29 @@ export class RunStore {
       heldLocks.set(file, holds + 1);
       return once(async () => this.release(file));
     }
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        // The pid and its start time: after a crash or a reboot another process may have the pid.
-        await writeFile(file, `${process.pid} ${startTime(process.pid) ?? ''}`.trim(), { flag: 'wx' });
-        heldLocks.set(file, 1);
-        return once(async () => this.release(file));
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const pid = holder(await readFile(file, 'utf8').catch(() => ''));
+    // The pid and its start time (after a crash or a reboot another process may have the pid),
+    // written whole before the lock file is made from it in one step (a link): a process that
+    // finds the lock never reads it half-written, taking it for one whose holder is gone.
+    const mine = `${file}.${process.pid}`;
+    await writeFile(mine, `${process.pid} ${startTime(process.pid) ?? ''}`.trim());
+    try {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        if (await linked(mine, file)) {
+          heldLocks.set(file, 1);
+          return once(async () => this.release(file));
+        }
+        const seen = await readFile(file, 'utf8').catch(() => null);
+        if (seen === null) continue;
+        const pid = holder(seen);
         if (pid && pid !== process.pid) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`,
           );
         }
-        await unlink(file).catch(() => {});
+        await removeStale(file, seen, mine);
       }
+    } finally {
+      await unlink(mine).catch(() => {});
     }
     throw new UserError(`could not take the lock ${file}`);
   }
@@ -153,6 +160,36 @@ export class RunStore {
 
 /** The run locks this process holds, by file, and how many times each is taken. */
 const heldLocks = new Map<string, number>();
+
+/** Whether `to` was made as a link of `from`; false when it is there already. */
+async function linked(from: string, to: string): Promise<boolean> {
+  try {
+    await link(from, to);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+}
+
+/**
+ * Removes a lock whose holder is gone (its text `seen`), if it is still that one. One process at a
+ * time (`<lock>.break`, made from `mine`): two that found it stale at once, the one removing it
+ * after the other took the lock, would both hold the run. A guard whose maker is gone is removed.
+ */
+async function removeStale(file: string, seen: string, mine: string): Promise<void> {
+  const guard = `${file}.break`;
+  if (!(await linked(mine, guard))) {
+    if (holder(await readFile(guard, 'utf8').catch(() => '')) === null) await unlink(guard).catch(() => {});
+    else await new Promise((r) => setTimeout(r, 20));
+    return;
+  }
+  try {
+    if ((await readFile(file, 'utf8').catch(() => null)) === seen) await unlink(file).catch(() => {});
+  } finally {
+    await unlink(guard).catch(() => {});
+  }
+}
 
 /** `f` that runs its first call only: a release called twice releases once. */
 function once(f: () => Promise<void>): () => Promise<void> {

@@ -1,5 +1,5 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -135,6 +135,51 @@ describe('forkflush CLI', () => {
 });
 
 describe('one process per run', () => {
+  it('two processes taking one run at once, fresh or from a holder that is gone (a reboot), never both get it', async () => {
+    // The lock was made empty and then written, and a stale one removed and then made again: a
+    // process that read it empty, or had read the stale one too, removed the other's fresh lock,
+    // and both drove the run, resetting each other's workspaces (found by a review).
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-lock-'));
+    const script = join(dir, 'take.cjs');
+    const { build } = await import('esbuild');
+    writeFileSync(
+      join(dir, 'take.ts'),
+      `import { RunStore } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'src', 'local', 'store.ts'))};
+const [run, at] = process.argv.slice(2);
+while (Date.now() < Number(at)) {}
+new RunStore(run).lock().then(
+  () => { console.log('took'); setTimeout(() => process.exit(0), 300); },
+  () => { console.log('refused'); process.exit(0); },
+);
+`,
+    );
+    await build({
+      entryPoints: [join(dir, 'take.ts')],
+      outfile: script,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+    });
+    const take = (run: string, at: number) =>
+      new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, [script, run, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+        child.on('close', () => resolve(out.trim()));
+      });
+    // A pid that is surely gone: a process that ran and was reaped.
+    const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+    const outcomes: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const run = join(dir, `run-${i}`);
+      mkdirSync(run);
+      if (i % 2 === 0) writeFileSync(join(run, 'lock'), dead);
+      const at = Date.now() + 400;
+      outcomes.push((await Promise.all([take(run, at), take(run, at)])).sort().join(' '));
+    }
+    expect(new Set(outcomes)).toEqual(new Set(['refused took']));
+  }, 120_000);
+
   it('refuses to resume a run another live process is driving', async () => {
     const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
     await cli('run', repo.dir);
