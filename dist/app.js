@@ -55889,7 +55889,8 @@ async function nightlyRun(ctx, run2) {
   }
   const after = state ?? stored.state;
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  const mapAhead = await mapOnTick(ctx, run2);
+  const sent = stored.files.map;
+  const mapAhead = sent?.dispatched && sent.ended === void 0 ? await mapOnTick(ctx, run2) : false;
   return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) || mapAhead };
 }
 async function nightlySkip(ctx, stored) {
