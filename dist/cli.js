@@ -32205,7 +32205,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm17, writeFile as writeFile16 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -36214,7 +36214,7 @@ function round(x) {
 // src/worker/cleanroom.ts
 import { appendFile, copyFile, lstat as lstat4, mkdir as mkdir9, readdir as readdir8, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
 import { dirname as dirname7, join as join13 } from "node:path";
-var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
+var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
   constructor(gitDir, objects, options = {}) {
@@ -38889,7 +38889,19 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir18, mkdtemp as mkdtemp4, readdir as readdir14, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat10 } from "node:fs/promises";
+import {
+  appendFile as appendFile4,
+  chmod as chmod5,
+  cp as cp4,
+  mkdir as mkdir18,
+  mkdtemp as mkdtemp4,
+  readdir as readdir14,
+  readFile as readFile10,
+  realpath as realpath6,
+  rm as rm16,
+  stat as stat10,
+  writeFile as writeFile15
+} from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
@@ -40053,6 +40065,8 @@ async function copyTask(taskDir, repo) {
   await copyTaskFiles(taskDir, repo);
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
+  await mkdir18(join30(repo, ".git", "info"), { recursive: true });
+  await writeFile15(join30(repo, ".git", "info", "attributes"), AS_IS2);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
 }
@@ -40331,7 +40345,7 @@ async function dryRunCompare(o, c) {
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
   const scratch = text === null ? null : await mkdtemp5(join32(tmpdir3(), "forkflush-variant-"));
   const configFile = scratch ? join32(scratch, `variant-${first?.name}.yml`) : file2;
-  if (scratch && text !== null) await writeFile15(configFile, text);
+  if (scratch && text !== null) await writeFile16(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
     configFile,
@@ -40357,7 +40371,7 @@ async function runCompare(o) {
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile15(join32(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile16(join32(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -40568,7 +40582,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
+import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile17 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -40621,7 +40635,7 @@ async function initTask(dir, v, io) {
       return;
     }
     await mkdir20(dirname14(file2), { recursive: true });
-    await writeFile16(file2, text);
+    await writeFile17(file2, text);
     written.push(path);
   };
   const pinned = v.github === true && typeof v.action === "string" ? await pinAction(v.action, io.env ?? process.env) : null;
@@ -41274,7 +41288,7 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile13, writeFile as writeFile17 } from "node:fs/promises";
+import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile13, writeFile as writeFile18 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
@@ -41303,7 +41317,7 @@ var MapCache = class _MapCache {
   async make() {
     await mkdir21(join34(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile17(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile18(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -41344,7 +41358,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile18 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile19 } from "node:fs/promises";
 import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -41370,12 +41384,12 @@ async function askJudge(s, call, allowance) {
 }
 async function run(s, call, allowance, dir, box, context) {
   const promptFile = join35(box, "prompt.md");
-  await writeFile18(promptFile, call.prompt);
+  await writeFile19(promptFile, call.prompt);
   const tripletFile2 = call.triplet === void 0 ? null : join35(box, "triplet.json");
-  if (tripletFile2 && call.triplet !== void 0) await writeFile18(tripletFile2, call.triplet);
+  if (tripletFile2 && call.triplet !== void 0) await writeFile19(tripletFile2, call.triplet);
   const noGrader = join35(box, "no-grader");
   const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
-  await writeFile18(noGrader, `#!/bin/sh
+  await writeFile19(noGrader, `#!/bin/sh
 echo '${noGraderSays}' >&2
 exit 2
 `, { mode: 493 });
@@ -41979,7 +41993,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile15, writeFile as writeFile19 } from "node:fs/promises";
+import { readFile as readFile15, writeFile as writeFile20 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -41991,7 +42005,7 @@ async function renderPng(svgFile, pngFile) {
     };
   }
   const png = new Resvg(await readFile15(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile19(pngFile, png);
+  await writeFile20(pngFile, png);
   return { file: pngFile };
 }
 

@@ -2,7 +2,19 @@
 // templates, grade the initial workspace (initial-grade.ts), and write the run folder. Also: finding
 // a run again.
 import { randomInt } from 'node:crypto';
-import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import {
+  appendFile,
+  chmod,
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
@@ -23,6 +35,7 @@ import { retryStopped } from '../core/stop.js';
 import { formatNumber, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
+import { AS_IS } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
 import { gradeBase } from './initial-grade.js';
 import { preflight } from './preflight.js';
@@ -368,6 +381,9 @@ async function copyTask(taskDir: string, repo: string): Promise<void> {
   await copyTaskFiles(taskDir, repo);
   const git = new Git(repo);
   await git.exec(['init', '--quiet', '--initial-branch=main']);
+  // Its bytes as they are, and the take-home command's archive too (an agent's .gitattributes).
+  await mkdir(join(repo, '.git', 'info'), { recursive: true });
+  await writeFile(join(repo, '.git', 'info', 'attributes'), AS_IS);
   await git.exec(['add', '-A']);
   await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
 }

@@ -19,10 +19,12 @@ import { runProcess } from '../io/process.js';
 /**
  * forkflush's git stores and checks out bytes as they are: whatever .gitattributes the agent
  * wrote (an eol or working-tree-encoding that changes the protected grader the judge runs, a
- * filter, ident), and whatever filters a system or global config defines (git-lfs, say).
- * $GIT_DIR/info/attributes outranks every .gitattributes file.
+ * filter, ident), and whatever filters a system or global config defines (git-lfs, say); and
+ * `git archive` of its commits (a copied task's take-home command) writes every file as graded,
+ * none left out (export-ignore) or expanded (export-subst). $GIT_DIR/info/attributes outranks
+ * every .gitattributes file.
  */
-const AS_IS = '* -text -filter -ident !eol !working-tree-encoding\n';
+export const AS_IS = '* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n';
 
 /** The identity of commits an agent makes in its workspace's own .git. */
 const AGENT_IDENTITY = '[user]\n\tname = forkflush agent\n\temail = agent@forkflush.invalid\n';

@@ -3,7 +3,7 @@
 // which show the defence the attack beside them gets around.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -109,6 +109,46 @@ describeSandboxed('round 7: what runs by itself once the best branch is merged',
     repo.git('commit', '-q', '--allow-empty', '-m', 'after the merge');
     expect(existsSync(marker)).toBe(false);
   });
+
+  it("a plain folder's take-home command writes the files as graded, whatever the agent's .gitattributes says (export-subst, export-ignore)", async () => {
+    // git archive applies the archived tree's .gitattributes: export-subst expands $Format:…$ (%n
+    // a newline), export-ignore leaves files out. The agent's, recorded as written, turned a graded
+    // comment into a command in the user's copy (found by a review; the copy's info/attributes).
+    const root = attackTemp('takehome');
+    const marker = join(attackTemp('takehome-marker'), 'ran');
+    // The agent's script, where its sandbox can read it (no shell quoting between it and its bytes).
+    const script = join(attackTemp('takehome-agent'), 'agent.sh');
+    writeFileSync(
+      script,
+      [
+        'printf "5\\n" > value.txt',
+        // Graded: one comment line. Archived: `#`, a newline, then a command of the agent's.
+        `printf 'echo built\\n# build id $Format:%%n$touch ${marker}\\n' > build.sh`,
+        'printf "build.sh export-subst\\nvalue.txt export-ignore\\n" > .gitattributes',
+        '',
+      ].join('\n'),
+    );
+    const repo = makeAttackRepo({ dir: root, agent: `sh ${script}` });
+    // Not a repository: forkflush runs it on a copy and prints the archive line.
+    rmSync(join(repo.dir, '.git'), { recursive: true, force: true });
+    const r = await runCli(['run', repo.dir, '--seed', '1'], { cwd: repo.dir, deadlineMs: 120_000 });
+    expect(r.exitCode, r.out).toBe(0);
+    const line = /Copy its files over yours: (.+)/.exec(r.out)?.[1];
+    expect(line, r.out).toBeDefined();
+    const id = readdirSync(join(repo.dir, '.forkflush')).find((d) => /^\d/.test(d)) as string;
+    const copy = join(repo.dir, '.forkflush', id, 'repo');
+    const best = `forkflush/${id}/best`;
+    const graded = (path: string) => execFileSync('git', ['-C', copy, 'show', `${best}:${path}`], { encoding: 'utf8' });
+    expect(graded('value.txt')).toBe('5\n');
+    // What the judge graded: one comment line, no command.
+    expect(graded('build.sh')).toBe(`echo built\n# build id $Format:%n$touch ${marker}\n`);
+    // What the user does next, as the run tells them.
+    execFileSync('sh', ['-c', line as string], { cwd: repo.dir });
+    expect.soft(readFileSync(join(repo.dir, 'value.txt'), 'utf8'), 'value.txt taken home').toBe(graded('value.txt'));
+    expect.soft(readFileSync(join(repo.dir, 'build.sh'), 'utf8'), 'build.sh taken home').toBe(graded('build.sh'));
+    execFileSync('sh', ['build.sh'], { cwd: repo.dir });
+    expect(existsSync(marker), "the user's `sh build.sh` ran the agent's command").toBe(false);
+  }, 180_000);
 });
 
 /** The run, which must end with results: an exception out of it (its stack shown) fails the row. */
