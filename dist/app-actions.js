@@ -67480,7 +67480,7 @@ function describeIssue(issue3, input2, locate, validKeysAt2) {
   const path2 = issue3.path;
   const name = formatPath(path2);
   const found = valueAt(input2, path2);
-  const got = found === void 0 ? "nothing" : JSON.stringify(found);
+  const got = found === void 0 ? "nothing" : typeof found === "number" && !Number.isFinite(found) ? `${found}, which is not a finite number` : JSON.stringify(found);
   switch (issue3.code) {
     case "unrecognized_keys": {
       const valid = validKeysAt2(path2);
@@ -67678,7 +67678,9 @@ var FRACTION = "must be between 0 and 1 (exclusive)";
 var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
 var SHARE = "must be a fraction above 0 and at most 1";
 var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
-var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" }).refine((p) => !p.split(/[\\/]/).some((part) => part.toLowerCase() === ".git"), {
+  message: "must not be inside .git, where git keeps no file of the repository"
+});
 var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
   message: "must be an absolute path or start with ~/"
@@ -68026,6 +68028,10 @@ function parseConfig(text, file2, overrides = {}) {
   if (journalGlob !== void 0)
     throw new ConfigError([
       `${locate(["grader", "protected"])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config3.journal}), which every episode's prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)`
+    ]);
+  if (config3.journal === CONFIG_PATH)
+    throw new ConfigError([
+      `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
   return config3;
 }

@@ -28499,7 +28499,7 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
   const path = issue2.path;
   const name2 = formatPath(path);
   const found = valueAt(input2, path);
-  const got = found === void 0 ? "nothing" : JSON.stringify(found);
+  const got = found === void 0 ? "nothing" : typeof found === "number" && !Number.isFinite(found) ? `${found}, which is not a finite number` : JSON.stringify(found);
   switch (issue2.code) {
     case "unrecognized_keys": {
       const valid = validKeysAt2(path);
@@ -28756,7 +28756,9 @@ var FRACTION = "must be between 0 and 1 (exclusive)";
 var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
 var SHARE = "must be a fraction above 0 and at most 1";
 var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
-var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" }).refine((p) => !p.split(/[\\/]/).some((part) => part.toLowerCase() === ".git"), {
+  message: "must not be inside .git, where git keeps no file of the repository"
+});
 var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
   message: "must be an absolute path or start with ~/"
@@ -29147,6 +29149,10 @@ function parseConfig(text, file2, overrides = {}) {
   if (journalGlob !== void 0)
     throw new ConfigError([
       `${locate(["grader", "protected"])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config2.journal}), which every episode's prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)`
+    ]);
+  if (config2.journal === CONFIG_PATH)
+    throw new ConfigError([
+      `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
   return config2;
 }
@@ -38893,6 +38899,7 @@ import {
   appendFile as appendFile4,
   chmod as chmod5,
   cp as cp4,
+  lstat as lstat9,
   mkdir as mkdir18,
   mkdtemp as mkdtemp4,
   readdir as readdir14,
@@ -39680,6 +39687,12 @@ commit them (git add, git commit), then run again`
     }
   }
   notes.push(...await unprotected(p));
+  problems.push(...await misplacedFiles(p));
+  const submodules = await submodulesOf(p.repo);
+  if (submodules.length > 0)
+    notes.push(
+      `the workspaces hold no submodules: ${submodules.slice(0, 5).join(", ")}${submodules.length > 5 ? ` and ${submodules.length - 5} more` : ""} will be empty folders in every episode's checkout and the judge's; if the task or grader.command needs their files, commit them into the repository`
+    );
   const blocking = await blockingRef(p.repo);
   if (blocking) problems.push(blocking);
   const absent = async (paths) => (await Promise.all(paths.map(async (x) => await stat9(expandHome(x)).catch(() => null) ? [] : [x]))).flat();
@@ -39705,6 +39718,28 @@ commit them (git add, git commit), then run again`
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+async function submodulesOf(repo) {
+  const git = new Git(repo);
+  if ((await git.exec(["cat-file", "-e", "HEAD:.gitmodules"], { check: false })).exitCode !== 0) return [];
+  const listed = await git.exec(["ls-tree", "-r", "-z", "HEAD"], { check: false });
+  return listed.stdout.split("\0").filter((line) => line.startsWith("160000 commit ")).map((line) => line.slice(line.indexOf("	") + 1));
+}
+async function misplacedFiles(p) {
+  const git = new Git(p.repo);
+  const problems = [];
+  for (const [key2, path, what] of [
+    ["task", p.config.task, "the file that describes the task"],
+    ["journal", p.config.journal, "a file for the agents' notes"]
+  ]) {
+    const type = (await git.exec(["cat-file", "-t", `HEAD:${path}`], { check: false })).stdout.trim();
+    if (type === "tree") problems.push(`${key2}: ${path} is a folder in the repository's last commit: name ${what}`);
+  }
+  if (p.config.journal === p.configPathInRepo)
+    problems.push(
+      `journal: ${p.config.journal} is the config file, which forkflush would append the agents' notes to: name another file`
+    );
+  return problems;
 }
 async function blockingRef(repo) {
   const r = await new Git(repo).exec(["show-ref", "--verify", "--quiet", "refs/heads/forkflush"], { check: false });
@@ -39929,7 +39964,7 @@ async function repositoryAtBase(taskDir, store, scratch, warnings) {
   let repo = taskDir;
   if (scratch) {
     repo = store.path("repo");
-    await copyTask(taskDir, repo);
+    await copyTask(taskDir, repo, warnings);
     warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
   }
   const git = new Git(repo);
@@ -40061,8 +40096,12 @@ async function excludeRunFolders(top) {
 .forkflush/
 `);
 }
-async function copyTask(taskDir, repo) {
-  await copyTaskFiles(taskDir, repo);
+async function copyTask(taskDir, repo, warnings) {
+  const left = await copyTaskFiles(taskDir, repo);
+  if (left.length > 0)
+    warnings.push(
+      `left out of the copy, as git keeps only files and links: ${left.slice(0, 5).join(", ")}${left.length > 5 ? ` and ${left.length - 5} more` : ""}`
+    );
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await mkdir18(join30(repo, ".git", "info"), { recursive: true });
@@ -40072,10 +40111,18 @@ async function copyTask(taskDir, repo) {
 }
 async function copyTaskFiles(taskDir, to) {
   await mkdir18(to, { recursive: true });
+  const left = [];
+  const filter = async (path) => {
+    const s = await lstat9(path);
+    const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
+    if (!kept) left.push(path);
+    return kept;
+  };
   for (const entry of await readdir14(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true });
+    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter });
   }
+  return left;
 }
 
 // src/local/compare-runs.ts
@@ -42502,7 +42549,8 @@ async function smoke(o, io) {
         prompt: SMOKE_PROMPT,
         cwd: join40(work, "workspace"),
         // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
-        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join40(work, "smoke.index")) : copyTaskFiles(o.dir, cwd),
+        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join40(work, "smoke.index")) : copyTaskFiles(o.dir, cwd).then(() => {
+        }),
         seed: 0
       },
       allowance

@@ -78,7 +78,9 @@ export async function smoke(
         cwd: join(work, 'workspace'),
         // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
         prepare: (cwd: string) =>
-          top === taskDir ? checkoutHead(top, cwd, join(work, 'smoke.index')) : copyTaskFiles(o.dir, cwd),
+          top === taskDir
+            ? checkoutHead(top, cwd, join(work, 'smoke.index'))
+            : copyTaskFiles(o.dir, cwd).then(() => {}),
         seed: 0,
       },
       allowance,

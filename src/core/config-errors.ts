@@ -22,7 +22,13 @@ export function describeIssue(
   const path = issue.path;
   const name = formatPath(path);
   const found = valueAt(input, path);
-  const got = found === undefined ? 'nothing' : JSON.stringify(found);
+  // YAML's .inf and .nan (and 1e400) are numbers JSON writes as null.
+  const got =
+    found === undefined
+      ? 'nothing'
+      : typeof found === 'number' && !Number.isFinite(found)
+        ? `${found}, which is not a finite number`
+        : JSON.stringify(found);
   switch (issue.code) {
     case 'unrecognized_keys': {
       const valid = validKeysAt(path);

@@ -52,7 +52,10 @@ const share = z.number().gt(0, SHARE).max(1, SHARE);
 export const repoPath = z
   .string()
   .min(1)
-  .refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+  .refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" })
+  .refine((p) => !p.split(/[\\/]/).some((part) => part.toLowerCase() === '.git'), {
+    message: 'must not be inside .git, where git keeps no file of the repository',
+  });
 
 /** A glob of repository paths (git pathspec glob syntax), inside the repository too. */
 const repoGlob = repoPath;

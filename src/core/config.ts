@@ -225,6 +225,11 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
       `${locate(['grader', 'protected'])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config.journal}), which every episode's prompt asks the agent to write: ` +
         'every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)',
     ]);
+  // Where forkflush reads its config (on GitHub, always): journal lines would make it YAML no more.
+  if (config.journal === CONFIG_PATH)
+    throw new ConfigError([
+      `${locate(['journal'])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`,
+    ]);
   return config;
 }
 

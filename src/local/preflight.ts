@@ -61,6 +61,13 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     }
   }
   notes.push(...(await unprotected(p)));
+  problems.push(...(await misplacedFiles(p)));
+  const submodules = await submodulesOf(p.repo);
+  if (submodules.length > 0)
+    notes.push(
+      `the workspaces hold no submodules: ${submodules.slice(0, 5).join(', ')}${submodules.length > 5 ? ` and ${submodules.length - 5} more` : ''} ` +
+        "will be empty folders in every episode's checkout and the judge's; if the task or grader.command needs their files, commit them into the repository",
+    );
   const blocking = await blockingRef(p.repo);
   if (blocking) problems.push(blocking);
   const absent = async (paths: string[]) =>
@@ -87,6 +94,40 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+
+/** The submodules of the last commit (gitlinks): forkflush checks out the commit's own files alone. */
+async function submodulesOf(repo: string): Promise<string[]> {
+  const git = new Git(repo);
+  // A submodule comes with its .gitmodules: without one, the listing of a large tree is spared.
+  if ((await git.exec(['cat-file', '-e', 'HEAD:.gitmodules'], { check: false })).exitCode !== 0) return [];
+  const listed = await git.exec(['ls-tree', '-r', '-z', 'HEAD'], { check: false });
+  return listed.stdout
+    .split('\0')
+    .filter((line) => line.startsWith('160000 commit '))
+    .map((line) => line.slice(line.indexOf('\t') + 1));
+}
+
+/**
+ * task: and journal: where they cannot work: a folder in the last commit (the task would be its
+ * listing; the journal, written as a file, would delete the folder from the best branch), or the
+ * journal at the config file, which it would turn into journal lines that are not YAML.
+ */
+async function misplacedFiles(p: PreflightInput): Promise<string[]> {
+  const git = new Git(p.repo);
+  const problems: string[] = [];
+  for (const [key, path, what] of [
+    ['task', p.config.task, 'the file that describes the task'],
+    ['journal', p.config.journal, "a file for the agents' notes"],
+  ] as const) {
+    const type = (await git.exec(['cat-file', '-t', `HEAD:${path}`], { check: false })).stdout.trim();
+    if (type === 'tree') problems.push(`${key}: ${path} is a folder in the repository's last commit: name ${what}`);
+  }
+  if (p.config.journal === p.configPathInRepo)
+    problems.push(
+      `journal: ${p.config.journal} is the config file, which forkflush would append the agents' notes to: name another file`,
+    );
+  return problems;
 }
 
 /** A branch named `forkflush`, where forkflush's branches go (forkflush/<run>/...): git makes none under it. */

@@ -6,6 +6,7 @@ import {
   appendFile,
   chmod,
   cp,
+  lstat,
   mkdir,
   mkdtemp,
   readdir,
@@ -215,7 +216,7 @@ async function repositoryAtBase(taskDir: string, store: RunStore, scratch: boole
   let repo = taskDir;
   if (scratch) {
     repo = store.path('repo');
-    await copyTask(taskDir, repo);
+    await copyTask(taskDir, repo, warnings);
     warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
   }
   const git = new Git(repo);
@@ -377,8 +378,12 @@ async function excludeRunFolders(top: string): Promise<void> {
 }
 
 /** A task folder that is not a repository of its own becomes one, as a copy in the run folder. */
-async function copyTask(taskDir: string, repo: string): Promise<void> {
-  await copyTaskFiles(taskDir, repo);
+async function copyTask(taskDir: string, repo: string, warnings: string[]): Promise<void> {
+  const left = await copyTaskFiles(taskDir, repo);
+  if (left.length > 0)
+    warnings.push(
+      `left out of the copy, as git keeps only files and links: ${left.slice(0, 5).join(', ')}${left.length > 5 ? ` and ${left.length - 5} more` : ''}`,
+    );
   const git = new Git(repo);
   await git.exec(['init', '--quiet', '--initial-branch=main']);
   // Its bytes as they are, and the take-home command's archive too (an agent's .gitattributes).
@@ -388,11 +393,22 @@ async function copyTask(taskDir: string, repo: string): Promise<void> {
   await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
 }
 
-/** A task folder's files, as a run on a copy starts from them (no .git, runs or node_modules). */
-export async function copyTaskFiles(taskDir: string, to: string): Promise<void> {
+/**
+ * A task folder's files, as a run on a copy starts from them (no .git, runs or node_modules).
+ * Returns what it left out: FIFOs, sockets and devices, which a commit cannot hold (and cp refuses).
+ */
+export async function copyTaskFiles(taskDir: string, to: string): Promise<string[]> {
   await mkdir(to, { recursive: true });
+  const left: string[] = [];
+  const filter = async (path: string) => {
+    const s = await lstat(path);
+    const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
+    if (!kept) left.push(path);
+    return kept;
+  };
   for (const entry of await readdir(taskDir)) {
     if (entry === '.forkflush' || entry === '.git' || entry === 'node_modules') continue;
-    await cp(join(taskDir, entry), join(to, entry), { recursive: true });
+    await cp(join(taskDir, entry), join(to, entry), { recursive: true, filter });
   }
+  return left;
 }

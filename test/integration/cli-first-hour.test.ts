@@ -2,7 +2,8 @@
 // spends (uncommitted inputs, a missing agent, an agent that cannot start, a grader that scores
 // nothing), run ids that never collide, and taking the result home.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli, cliWith, plainEnv } from './cli-io.js';
@@ -392,5 +393,108 @@ describe('runs', () => {
     expect(c.out).toMatch(
       /Copy its files over yours: git -C \S+ archive forkflush\/20261130-100000\/best \| tar -x -C /,
     );
+  });
+});
+
+// Found by a helper's review, each failing then: the message a mistake got, or the money it cost.
+describe('a new user, by mistake', () => {
+  it.each(['.inf', '.nan', '1e400'])(
+    'writes budget.total: %s and is told the number is not finite, not that they wrote null',
+    async (value) => {
+      // JSON.stringify(Infinity) is "null": config-errors.ts shows the value as JSON.
+      const repo = makeTaskRepo({ budget: `total: ${value}\n  unit: tokens` });
+      const r = await cli('plan', repo.dir);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/budget\.total/);
+      expect(r.err).not.toContain('got null');
+    },
+  );
+
+  it('names a folder as task: and is refused before any agent starts (not its file listing as the task)', async () => {
+    const repo = makeTaskRepo({ budget: small.budget, extra: 'strategy: single-run\ntask: docs' });
+    mkdirSync(join(repo.dir, 'docs'));
+    writeFileSync(join(repo.dir, 'docs', 'a.md'), 'the task\n');
+    repo.git('add', '-A');
+    repo.git('commit', '-qm', 'docs');
+    // Today: `git show HEAD:docs` ("tree HEAD:docs\n\na.md") is quoted into every prompt as the task.
+    const dry = await cli('run', repo.dir, '--dry-run');
+    expect(dry.code, dry.err).toBe(2);
+    expect(dry.err).toMatch(/task: docs .*(folder|directory|not a file)/);
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('names a journal: inside .git and is refused before any agent starts, not a git error after one', async () => {
+    const repo = makeTaskRepo({ budget: small.budget, extra: 'strategy: single-run\njournal: .git/notes.md' });
+    // Today: dry run passes; the run starts an agent, then fails with exit 1 on
+    // "git update-index ... Invalid path '.git/notes.md'" and offers a resume that cannot help.
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/journal/);
+    expect(r.err).not.toContain('update-index');
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('names the config file as journal: and is refused, as a protected journal is', async () => {
+    // journal: grade.sh (protected) is refused; the config is always protected, yet journal:
+    // .github/autoresearch.yml runs, exits 0, and its best branch's config ends in journal lines
+    // that are not YAML: merged, the next forkflush run fails on it.
+    const repo = makeTaskRepo({
+      budget: small.budget,
+      extra: 'strategy: single-run\njournal: .github/autoresearch.yml',
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/journal/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('names a folder of the task as journal: and is refused, not given a best branch that deletes the folder', async () => {
+    const repo = makeTaskRepo({ budget: small.budget, extra: 'strategy: single-run\njournal: data' });
+    mkdirSync(join(repo.dir, 'data'));
+    writeFileSync(join(repo.dir, 'data', 'a.txt'), '1\n');
+    writeFileSync(join(repo.dir, 'data', 'b.txt'), '2\n');
+    repo.git('add', '-A');
+    repo.git('commit', '-qm', 'data');
+    // Today: exit 0; forkflush's journal line replaces the folder data/ with a file data, and the
+    // best branch it says to merge deletes data/a.txt and data/b.txt.
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/journal: data .*(folder|directory|not a file)/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it("runs a task folder (not a repository) holding a FIFO and is told of the user's file, not a cp error in the run folder", async () => {
+    const repo = makeTaskRepo({ budget: small.budget, extra: 'strategy: single-run', git: false });
+    execFileSync('mkfifo', [join(repo.dir, 'pipe')]);
+    // Today: "forkflush: failed: Cannot copy a FIFO pipe: cp returned EINVAL (... <run folder>/repo/pipe)", exit 1.
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(r.err).not.toContain('failed:');
+    expect(r.err).not.toContain('EINVAL');
+    expect(r.code).not.toBe(1);
+    expect(r.err).toContain(join(repo.dir, 'pipe'));
+    expect(runs(repo.dir)).toEqual([]);
+  });
+
+  it('runs a repository whose grader reads a submodule and is told the workspaces lack it (or they have it)', async () => {
+    const lib = mkdtempSync(join(tmpdir(), 'forkflush-lib-'));
+    const g = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'protocol.file.allow=always', ...args], {
+        cwd,
+        encoding: 'utf8',
+      });
+    g(lib, 'init', '-q', '--initial-branch=main');
+    writeFileSync(join(lib, 'value.txt'), '7\n');
+    g(lib, 'add', '-A');
+    g(lib, 'commit', '-qm', 'lib');
+    const repo = makeTaskRepo({ budget: small.budget, extra: 'strategy: single-run', grader: 'cat lib/value.txt' });
+    g(repo.dir, 'submodule', '-q', 'add', lib, 'lib');
+    g(repo.dir, 'commit', '-qm', 'lib as a submodule');
+    // Today: "initial workspace: no score (the grader exited with code 1)" and a note that this is
+    // "fine for a task that starts from nothing": the run's checkouts have an empty lib/, and
+    // nothing says so; a run spends its opening round before it stops.
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(`${r.out}${r.err}`).toMatch(/submodule|initial workspace: score 7\b/);
   });
 });
