@@ -51000,6 +51000,22 @@ function globRegExp(pattern) {
   cache2.set(pattern, compiled);
   return compiled;
 }
+var AUTOMATION = [
+  ...[".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitea/workflows/**", ".forgejo/workflows/**"],
+  ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
+  ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
+  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
+  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
+  // What an editor or a shell runs on opening the folder.
+  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
+  ...[".gitmodules", "**/.gitattributes"]
+];
+function automationChanged(before, after) {
+  const was = new Map(before.map((f) => [f.path, `${f.mode} ${f.sha}`]));
+  const now = new Map(after.map((f) => [f.path, `${f.mode} ${f.sha}`]));
+  const paths = [.../* @__PURE__ */ new Set([...was.keys(), ...now.keys()])].sort();
+  return paths.filter((path8) => was.get(path8) !== now.get(path8) && matchesAny(path8, AUTOMATION));
+}
 function forgeAlsoProtected(configPath) {
   return [configPath, ".github/workflows/**"];
 }
@@ -51694,6 +51710,8 @@ var githubRunViews = external_exports.object({
    */
   runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
   resultDigest: external_exports.string().optional(),
+  /** The files that run by themselves (core/globs.ts AUTOMATION) the result changes, for its pull request. */
+  resultAutomation: external_exports.array(external_exports.string()).optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
   workerWarning: external_exports.string().optional()
 });
@@ -54293,6 +54311,13 @@ function finalPrTitle(state) {
   const gain = gainText(state);
   return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}${gain ? ` (${gain})` : ""}`;
 }
+function automationLines(paths) {
+  if (paths.length === 0) return [];
+  const named = paths.slice(0, 20).map(inertCodeSpan).join(", ");
+  return [
+    `- **It changes files that run by themselves** once CI, a hook manager, an editor or git reads them: ${named}${paths.length > 20 ? ` and ${paths.length - 20} more` : ""}. An agent wrote them: read each before you add the label or merge.`
+  ];
+}
 function finalPrBody(state, issue2 = null, view = branchView(state)) {
   const c = state.config;
   const gain = gainText(state);
@@ -54323,7 +54348,8 @@ function finalPrBody(state, issue2 = null, view = branchView(state)) {
     "#### What ran where",
     "",
     `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
-    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`
+    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`,
+    ...automationLines(view.automation ?? [])
   ];
   return clip(body.join("\n"), BODY_MAX_CHARS);
 }
@@ -54477,7 +54503,8 @@ function viewOf(state, files) {
     ...files.overrides ? { overrides: files.overrides } : {},
     ...files.stopReason ? { stopReason: files.stopReason } : {},
     ...files.blocked ? { blocked: files.blocked } : {},
-    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
+    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {},
+    ...files.resultAutomation?.length ? { automation: files.resultAutomation } : {}
   };
 }
 function resultLineage(state) {
@@ -54536,6 +54563,7 @@ function mergeDone(latest, mine, released, completedChecks) {
     finalPr: latest.finalPr ?? mine.finalPr,
     ...pick2(mine, latest, "resultHead"),
     ...pick2(mine, latest, "resultDigest"),
+    ...pick2(mine, latest, "resultAutomation"),
     ...pick2(mine, latest, "runCheck"),
     // What this handler last tried is what holds the run up now, or nothing does.
     ...mine.blocked ? { blocked: mine.blocked } : {},
@@ -54863,6 +54891,8 @@ var GitHubWork = class {
     }
     let pr = this.files.finalPr || null;
     const moved = changed && this.files.resultHead !== head;
+    if (moved || changed && this.files.resultAutomation === void 0)
+      this.files.resultAutomation = await this.automationOf(state, head);
     const anew = moved && pr !== null && (await this.api.pulls.get(pr))?.open === false;
     if (anew) pr = null;
     if (changed && pr === null) {
@@ -54879,6 +54909,13 @@ ${body}`);
     await this.api.issues.removeLabel(this.files.issue, GITHUB.label);
     this.files.finalPr = pr ?? 0;
     this.files.resultHead = head;
+  }
+  /** The files that run by themselves the result changes (none said where a listing was truncated). */
+  async automationOf(state, head) {
+    const [base, result] = await Promise.all(
+      [state.base.commit, head].map(async (c) => this.api.treeFiles((await this.api.commit(c)).tree))
+    );
+    return base && result ? automationChanged(base, result) : [];
   }
 };
 function runCheckFields(state, files, now) {

@@ -28929,6 +28929,16 @@ function globRegExp(pattern) {
   cache.set(pattern, compiled);
   return compiled;
 }
+var AUTOMATION = [
+  ...[".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitea/workflows/**", ".forgejo/workflows/**"],
+  ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
+  ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
+  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
+  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
+  // What an editor or a shell runs on opening the folder.
+  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
+  ...[".gitmodules", "**/.gitattributes"]
+];
 function guardedFolders(files, globs) {
   const folders = /* @__PURE__ */ new Set();
   for (const f2 of files) for (let i = f2.indexOf("/"); i > 0; i = f2.indexOf("/", i + 1)) folders.add(f2.slice(0, i));
@@ -42412,16 +42422,6 @@ async function automationChanged(repo, state) {
   const globs = [...AUTOMATION, ...runs];
   return r.stdout.split("\0").filter((p) => p !== "" && matchesAny(p, globs));
 }
-var AUTOMATION = [
-  ...[".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitea/workflows/**", ".forgejo/workflows/**"],
-  ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
-  ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
-  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
-  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
-  // What an editor or a shell runs on opening the folder.
-  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
-  ...[".gitmodules", "**/.gitattributes"]
-];
 var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
 async function printResult(open4, io) {
   const state = open4.state;

@@ -1,7 +1,7 @@
 // Driving a local run to its end (run and resume): the progress view, then what stopped it or its
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
 import { UserError } from '../core/errors.js';
-import { matchesAny } from '../core/globs.js';
+import { AUTOMATION, matchesAny } from '../core/globs.js';
 import { OUTAGE_WAIT_MINUTES } from '../core/method.js';
 import { bestBranch, lineageBranch } from '../core/names.js';
 import { RecordError } from '../core/records.js';
@@ -122,17 +122,6 @@ async function automationChanged(repo: string, state: RunState): Promise<string[
   const globs = [...AUTOMATION, ...runs];
   return r.stdout.split('\0').filter((p) => p !== '' && matchesAny(p, globs));
 }
-
-const AUTOMATION = [
-  ...['.github/workflows/**', '.github/actions/**', '.gitlab-ci.yml', '.gitea/workflows/**', '.forgejo/workflows/**'],
-  ...['.circleci/**', '.travis.yml', 'azure-pipelines.yml', 'bitbucket-pipelines.yml', '.buildkite/**', 'Jenkinsfile'],
-  ...['.drone.yml', '.woodpecker.yml', '.woodpecker/**'],
-  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
-  ...['.husky/**', '.githooks/**', '.pre-commit-config.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml'],
-  // What an editor or a shell runs on opening the folder.
-  ...['.envrc', '.vscode/tasks.json', '.devcontainer/**'],
-  ...['.gitmodules', '**/.gitattributes'],
-];
 
 const placeOf = (open: OpenRun) => ({ repo: open.info.repo, taskDir: open.info.taskDir, scratch: open.info.scratch });
 

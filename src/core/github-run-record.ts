@@ -120,6 +120,8 @@ const githubRunViews = z.object({
     .object({ id: z.number().int(), sha, digest: z.string().optional(), done: z.boolean().optional() })
     .optional(),
   resultDigest: z.string().optional(),
+  /** The files that run by themselves (core/globs.ts AUTOMATION) the result changes, for its pull request. */
+  resultAutomation: z.array(z.string()).optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
   workerWarning: z.string().optional(),
 });

@@ -278,6 +278,16 @@ export function finalPrTitle(state: RunState): string {
  * The result pull request's body, kept current while rounds run after the end (nightly ones,
  * `/autoresearch fork`): the scores, where the work ran, and how the repository's own CI may run on it.
  */
+/** The files that run by themselves the result changes: named, since GitHub may fold their diffs away. */
+function automationLines(paths: readonly string[]): string[] {
+  if (paths.length === 0) return [];
+  const named = paths.slice(0, 20).map(inertCodeSpan).join(', ');
+  return [
+    `- **It changes files that run by themselves** once CI, a hook manager, an editor or git reads them: ${named}` +
+      `${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}. An agent wrote them: read each before you add the label or merge.`,
+  ];
+}
+
 export function finalPrBody(
   state: RunState,
   issue: number | null = null,
@@ -315,6 +325,7 @@ export function finalPrBody(
     '',
     `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
     `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`,
+    ...automationLines(view.automation ?? []),
   ];
   return clip(body.join('\n'), BODY_MAX_CHARS);
 }

@@ -39,6 +39,8 @@ export interface GitHubView {
   blocked?: { work: string; message: string; since: string };
   /** The last idea map drawn (`/autoresearch map`): its picture and its agreement line. */
   map?: { image: string; line: string };
+  /** The files that run by themselves (CI, hooks, attributes) the result changes. */
+  automation?: string[];
 }
 
 /** Layout 1's names (every ref a branch), for texts of runs that have no record (tests, old callers). */

@@ -54,6 +54,33 @@ function globRegExp(pattern: string): RegExp {
 }
 
 /**
+ * Files that run without anyone asking once a result is merged or its branch is checked out: CI of
+ * any forge, git hooks and their managers, what an editor or a shell runs on opening the folder,
+ * submodules and git attributes. A result that changes one is said to the person who merges it.
+ */
+export const AUTOMATION = [
+  ...['.github/workflows/**', '.github/actions/**', '.gitlab-ci.yml', '.gitea/workflows/**', '.forgejo/workflows/**'],
+  ...['.circleci/**', '.travis.yml', 'azure-pipelines.yml', 'bitbucket-pipelines.yml', '.buildkite/**', 'Jenkinsfile'],
+  ...['.drone.yml', '.woodpecker.yml', '.woodpecker/**'],
+  // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
+  ...['.husky/**', '.githooks/**', '.pre-commit-config.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml'],
+  // What an editor or a shell runs on opening the folder.
+  ...['.envrc', '.vscode/tasks.json', '.devcontainer/**'],
+  ...['.gitmodules', '**/.gitattributes'],
+];
+
+/** The paths of AUTOMATION a tree added, changed or removed against another (each a listing of its files). */
+export function automationChanged(
+  before: readonly { path: string; sha: string; mode: string }[],
+  after: readonly { path: string; sha: string; mode: string }[],
+): string[] {
+  const was = new Map(before.map((f) => [f.path, `${f.mode} ${f.sha}`]));
+  const now = new Map(after.map((f) => [f.path, `${f.mode} ${f.sha}`]));
+  const paths = [...new Set([...was.keys(), ...now.keys()])].sort();
+  return paths.filter((path) => was.get(path) !== now.get(path) && matchesAny(path, AUTOMATION));
+}
+
+/**
  * What a run on a forge protects besides grader.protected: the config file it started with, and
  * the workflows (a job's token may not push them, and CI is no part of an agent's task).
  */

@@ -36,6 +36,7 @@ export function viewOf(state: RunState, files: GitHubRunRecord): GitHubView {
     ...(files.stopReason ? { stopReason: files.stopReason } : {}),
     ...(files.blocked ? { blocked: files.blocked } : {}),
     ...(files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}),
+    ...(files.resultAutomation?.length ? { automation: files.resultAutomation } : {}),
   };
 }
 
@@ -132,6 +133,7 @@ function mergeDone(
     finalPr: latest.finalPr ?? mine.finalPr,
     ...pick(mine, latest, 'resultHead'),
     ...pick(mine, latest, 'resultDigest'),
+    ...pick(mine, latest, 'resultAutomation'),
     ...pick(mine, latest, 'runCheck'),
     // What this handler last tried is what holds the run up now, or nothing does.
     ...(mine.blocked ? { blocked: mine.blocked } : {}),

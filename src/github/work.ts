@@ -17,6 +17,7 @@ import {
   episodePrTitle,
   loserComment,
 } from '../core/github-text.js';
+import { automationChanged } from '../core/globs.js';
 import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
 import {
@@ -290,6 +291,8 @@ export class GitHubWork implements ForgeWork {
     }
     let pr = this.files.finalPr || null;
     const moved = changed && this.files.resultHead !== head;
+    if (moved || (changed && this.files.resultAutomation === undefined))
+      this.files.resultAutomation = await this.automationOf(state, head);
     // A person closed the draft (or merged it) and the result moved on since (a nightly round): a
     // new draft proposes the newer result; the closed one is left as they left it.
     const anew = moved && pr !== null && (await this.api.pulls.get(pr))?.open === false;
@@ -309,6 +312,14 @@ export class GitHubWork implements ForgeWork {
     // Recorded last: until the labels are right, this work is not done (opening is repeat-safe).
     this.files.finalPr = pr ?? 0;
     this.files.resultHead = head;
+  }
+
+  /** The files that run by themselves the result changes (none said where a listing was truncated). */
+  private async automationOf(state: RunState, head: string): Promise<string[]> {
+    const [base, result] = await Promise.all(
+      [state.base.commit, head].map(async (c) => this.api.treeFiles((await this.api.commit(c)).tree)),
+    );
+    return base && result ? automationChanged(base, result) : [];
   }
 }
 
