@@ -38,6 +38,18 @@ beforeAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** `forkflush run` of the repository, started to be killed (SIGKILL) while it runs. */
+function killableRun(dir: string, cwd: string, deadlineMs: number) {
+  let cli: ChildProcess | undefined;
+  const ended = runCli(['run', dir, '--seed', '1'], {
+    cwd,
+    deadlineMs,
+    onStart: (child) => {
+      cli = child;
+    },
+  });
+  return { ended, kill: () => cli?.kill('SIGKILL') };
+}
 const size = (file: string) => (existsSync(file) ? statSync(file).size : -1);
 const waitFor = async (ok: () => boolean, ms: number) => {
   for (let t = 0; t < ms && !ok(); t += 50) await sleep(50);
@@ -57,18 +69,11 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     const base = repo.git('rev-parse', 'main');
     try {
       // 1. The first attempt: forkflush is killed (-9) once the agent has planted its things.
-      let cli: ChildProcess | undefined;
-      const first = runCli(['run', repo.dir, '--seed', '1'], {
-        cwd: root,
-        deadlineMs: 25_000,
-        onOutput: (_, child) => {
-          cli = child;
-        },
-      });
+      const first = killableRun(repo.dir, root, 25_000);
       for (let i = 0; i < 200 && !existsSync(join(repo.logs, 'ready')); i++) await sleep(50);
       expect(existsSync(join(repo.logs, 'ready')), 'the first attempt got going').toBe(true);
-      cli?.kill('SIGKILL');
-      const killed = await first;
+      first.kill();
+      const killed = await first.ended;
       expect(killed.signal).toBe('SIGKILL');
       // Its agent and daemon went with it (bwrap dies with its parent, the namespace with bwrap).
       await sleep(500);
@@ -166,14 +171,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     });
     const root = join(repo.dir, '..');
     try {
-      let cli: ChildProcess | undefined;
-      const first = runCli(['run', repo.dir, '--seed', '1'], {
-        cwd: root,
-        deadlineMs: 90_000,
-        onStart: (child) => {
-          cli = child;
-        },
-      });
+      const first = killableRun(repo.dir, root, 90_000);
       const inSetup = () => {
         try {
           return (
@@ -186,8 +184,8 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
         }
       };
       expect(await waitFor(inSetup, 60_000), "the first episode's setup is running").toBe(true);
-      cli?.kill('SIGKILL');
-      expect((await first).signal).toBe('SIGKILL');
+      first.kill();
+      expect((await first.ended).signal).toBe('SIGKILL');
       expect(existsSync(join(repo.logs, 'starts')), 'no agent ran before the kill').toBe(false);
       // No start is saved before the agent runs: a kill in setup spent nothing.
       expect(newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.unfinishedStarts).toBeUndefined();
@@ -233,17 +231,10 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     repo.git('commit', '-qam', 'unconfined');
     const root = join(repo.dir, '..');
     try {
-      let cli: ChildProcess | undefined;
-      const first = runCli(['run', repo.dir, '--seed', '1'], {
-        cwd: root,
-        deadlineMs: 60_000,
-        onStart: (child) => {
-          cli = child;
-        },
-      });
+      const first = killableRun(repo.dir, root, 60_000);
       expect(await waitFor(() => existsSync(join(repo.logs, 'ready')), 30_000), 'the agent started').toBe(true);
-      cli?.kill('SIGKILL');
-      expect((await first).signal).toBe('SIGKILL');
+      first.kill();
+      expect((await first.ended).signal).toBe('SIGKILL');
       await sleep(1000);
       const beat = size(join(repo.logs, 'beat'));
       await sleep(800);

@@ -75,6 +75,26 @@ function finishRound(h: Harness) {
 }
 
 const SCHEDULE = { schedule: '17 * * * *' };
+
+/** Ticks (the worker jobs' part played before each) until the run has finished. */
+async function tickToEnd(h: Harness) {
+  for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+    finishRound(h);
+    await step(h, 'schedule', SCHEDULE);
+  }
+}
+
+/** A maintainer's `/autoresearch map` on the issue, as comment `id`. */
+function mapAsked(h: Harness, id: number) {
+  return h.box.payload('issue_comment', 'created', (p) => {
+    p.issue.number = 7;
+    delete p.issue.pull_request;
+    p.comment.id = id;
+    p.comment.body = '/autoresearch map';
+    p.sender.login = 'maintainer';
+    p.sender.type = 'User';
+  });
+}
 const TICK = 'autoresearch-tick.yml';
 /** A repository with the tick's workflow. */
 const TICKING = {
@@ -293,19 +313,9 @@ describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick r
     // fires: the map was paid for and never shown, and the tick rested (found by a review).
     const h = await github(TICKING);
     await step(h, 'issues', labeled(h));
-    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
-      finishRound(h);
-      await step(h, 'schedule', SCHEDULE);
-    }
+    await tickToEnd(h);
     expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
-    const ask = h.box.payload('issue_comment', 'created', (p) => {
-      p.issue.number = 7;
-      delete p.issue.pull_request;
-      p.comment.body = '/autoresearch map';
-      p.sender.login = 'maintainer';
-      p.sender.type = 'User';
-    });
-    expect((await step(h, 'issue_comment', ask)).code).toBe(0);
+    expect((await step(h, 'issue_comment', mapAsked(h, 901))).code).toBe(0);
     const job = h.gh.actions?.runs.find((r) => r.inputs.round === 'map');
     expect(job).toBeDefined();
     // The ask wakes the tick, and a tick before the job ends keeps it awake.
@@ -331,22 +341,10 @@ describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick r
   it('a map job that failed, or whose workflow run GitHub lost, is said once, and the tick rests', async () => {
     const h = await github(TICKING);
     await step(h, 'issues', labeled(h));
-    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
-      finishRound(h);
-      await step(h, 'schedule', SCHEDULE);
-    }
-    const ask = (id: number) =>
-      h.box.payload('issue_comment', 'created', (p) => {
-        p.issue.number = 7;
-        delete p.issue.pull_request;
-        p.comment.id = id;
-        p.comment.body = '/autoresearch map';
-        p.sender.login = 'maintainer';
-        p.sender.type = 'User';
-      });
+    await tickToEnd(h);
     const failures = () =>
       h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith('forkflush drew no idea map'));
-    await step(h, 'issue_comment', ask(901));
+    await step(h, 'issue_comment', mapAsked(h, 901));
     const failed = h.gh.actions?.runs.find((r) => r.inputs.round === 'map');
     Object.assign(failed ?? {}, { status: 'completed', conclusion: 'failure' });
     await step(h, 'schedule', SCHEDULE);
@@ -355,7 +353,7 @@ describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick r
     expect(h.gh.workflowStates.get(TICK)).toBe('disabled_manually');
 
     // Asked again; the run its dispatch started is deleted before it ends.
-    await step(h, 'issue_comment', ask(902));
+    await step(h, 'issue_comment', mapAsked(h, 902));
     const runs = h.gh.actions?.runs ?? [];
     runs.splice(
       runs.findIndex((r) => r.inputs.round === 'map' && r.status !== 'completed'),
