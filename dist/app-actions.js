@@ -68949,8 +68949,9 @@ function recordKeyFrom(env) {
   if (!secret) return null;
   return createHmac2("sha256", "forkflush record seal v1").update(secret).digest();
 }
-function repositoryKey(key, owner, repo) {
-  return createHmac2("sha256", key).update(`${owner}/${repo}`.toLowerCase()).digest();
+function repositoryKey(key, repository) {
+  const name = "id" in repository ? `id:${repository.id}` : repository.byName.toLowerCase();
+  return createHmac2("sha256", key).update(name).digest();
 }
 function sealedFiles(key, stateText, files) {
   const { seal: _old, ...rest } = files;
@@ -68958,7 +68959,7 @@ function sealedFiles(key, stateText, files) {
   return `${JSON.stringify({ ...rest, seal: mac3(key, stateText, body) }, null, 1)}
 `;
 }
-function checkSeal(key, stateText, filesText, where) {
+function checkSeal(keys, stateText, filesText, where) {
   let raw;
   try {
     raw = JSON.parse(filesText);
@@ -68972,8 +68973,9 @@ function checkSeal(key, stateText, filesText, where) {
       `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`
     );
   }
-  const expected2 = Buffer.from(mac3(key, stateText, JSON.stringify(rest, null, 1)), "hex");
-  if (!timingSafeEqual2(expected2, Buffer.from(seal, "hex"))) {
+  const body = JSON.stringify(rest, null, 1);
+  const sealed = (key) => timingSafeEqual2(Buffer.from(mac3(key, stateText, body), "hex"), Buffer.from(seal, "hex"));
+  if (!keys.some(sealed)) {
     throw new TamperedRecordError(
       `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`
     );
@@ -69096,14 +69098,16 @@ var Workflows = class {
 var GitHubApi = class {
   /**
    * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
-   * each record it saves (GitHubRunRecord.writtenBy).
+   * each record it saves (GitHubRunRecord.writtenBy); `repositoryId`, where the event says it (else
+   * read once), keys the seal to the repository.
    */
-  constructor(octokit, owner, repo, recordKey = null, release = null) {
+  constructor(octokit, owner, repo, recordKey = null, release = null, repositoryId = null) {
     this.octokit = octokit;
     this.owner = owner;
     this.repo = repo;
     this.release = release;
-    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+    this.repositoryId = repositoryId;
+    this.recordKey = recordKey;
     this.scope = new RepoScope(octokit, owner, repo);
     this.checks = new CheckRuns(this.scope);
     this.issues = new Issues(this.scope);
@@ -69114,8 +69118,10 @@ var GitHubApi = class {
   owner;
   repo;
   release;
-  /** Seals the run records this API writes, and refuses those it reads without the seal. */
+  repositoryId;
+  /** Seals the run records this API writes, and refuses those it reads without the seal (recordKeys). */
   recordKey;
+  keys = null;
   scope;
   checks;
   issues;
@@ -69124,6 +69130,15 @@ var GitHubApi = class {
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords() {
     return this.recordKey !== null;
+  }
+  /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
+  recordKeys(secret) {
+    this.keys ??= (async () => {
+      const id = this.repositoryId ?? (await this.octokit.rest.repos.get(this.r)).data.id;
+      const seal = repositoryKey(secret, { id });
+      return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
+    })();
+    return this.keys;
   }
   get r() {
     return { owner: this.owner, repo: this.repo };
@@ -69134,7 +69149,8 @@ var GitHubApi = class {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
     if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
-    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
+    if (this.recordKey)
+      checkSeal((await this.recordKeys(this.recordKey)).accepted, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef2}:state.json`),
       files: parseGitHubRunRecord(files, `${stateRef2}:run.json`),
@@ -69148,7 +69164,7 @@ var GitHubApi = class {
   async saveRun(stateRef2, state, files, expected2, message) {
     const stateText = recordText(STATE_RECORD, state);
     const stamped = this.release ? { ...files, writtenBy: this.release } : files;
-    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
+    const filesText = this.recordKey ? sealedFiles((await this.recordKeys(this.recordKey)).seal, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.scope.r,
       tree: [
@@ -72778,8 +72794,16 @@ function contexts(options2) {
   return (context, fields = {}) => {
     const { owner, repo } = context.repo();
     const logger = context.log.child({ delivery: context.id, ...fields });
+    const id = context.payload.repository?.id;
     return {
-      api: new GitHubApi(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
+      api: new GitHubApi(
+        context.octokit,
+        owner,
+        repo,
+        options2.recordKey ?? null,
+        RELEASE,
+        typeof id === "number" ? id : null
+      ),
       now: now(),
       ...options2.tick ? { tick: options2.tick } : {},
       logger,
@@ -73179,6 +73203,10 @@ async function nightlyTick(api, now, log, tick) {
 }
 
 // src/app/actions-mode.ts
+function repositoryIdOf(env) {
+  const id = Number(env.GITHUB_REPOSITORY_ID);
+  return Number.isSafeInteger(id) && id > 0 ? id : null;
+}
 var WEBHOOK_EVENTS = [
   "issues",
   "issue_comment",
@@ -73211,7 +73239,7 @@ async function runInActions(env = process.env, options2 = {}) {
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
       const touched = await nightlyTick(
-        new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE),
+        new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE, repositoryIdOf(env)),
         now,
         out.info,
         GITHUB.tickWorkflow

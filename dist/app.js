@@ -52209,8 +52209,9 @@ function recordKeyFrom(env) {
   if (!secret) return null;
   return createHmac2("sha256", "forkflush record seal v1").update(secret).digest();
 }
-function repositoryKey(key, owner, repo) {
-  return createHmac2("sha256", key).update(`${owner}/${repo}`.toLowerCase()).digest();
+function repositoryKey(key, repository) {
+  const name = "id" in repository ? `id:${repository.id}` : repository.byName.toLowerCase();
+  return createHmac2("sha256", key).update(name).digest();
 }
 function sealedFiles(key, stateText, files) {
   const { seal: _old, ...rest } = files;
@@ -52218,7 +52219,7 @@ function sealedFiles(key, stateText, files) {
   return `${JSON.stringify({ ...rest, seal: mac3(key, stateText, body) }, null, 1)}
 `;
 }
-function checkSeal(key, stateText, filesText, where) {
+function checkSeal(keys, stateText, filesText, where) {
   let raw;
   try {
     raw = JSON.parse(filesText);
@@ -52232,8 +52233,9 @@ function checkSeal(key, stateText, filesText, where) {
       `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`
     );
   }
-  const expected2 = Buffer.from(mac3(key, stateText, JSON.stringify(rest, null, 1)), "hex");
-  if (!timingSafeEqual2(expected2, Buffer.from(seal, "hex"))) {
+  const body = JSON.stringify(rest, null, 1);
+  const sealed = (key) => timingSafeEqual2(Buffer.from(mac3(key, stateText, body), "hex"), Buffer.from(seal, "hex"));
+  if (!keys.some(sealed)) {
     throw new TamperedRecordError(
       `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`
     );
@@ -52356,14 +52358,16 @@ var Workflows = class {
 var GitHubApi = class {
   /**
    * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
-   * each record it saves (GitHubRunRecord.writtenBy).
+   * each record it saves (GitHubRunRecord.writtenBy); `repositoryId`, where the event says it (else
+   * read once), keys the seal to the repository.
    */
-  constructor(octokit, owner, repo, recordKey = null, release = null) {
+  constructor(octokit, owner, repo, recordKey = null, release = null, repositoryId = null) {
     this.octokit = octokit;
     this.owner = owner;
     this.repo = repo;
     this.release = release;
-    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+    this.repositoryId = repositoryId;
+    this.recordKey = recordKey;
     this.scope = new RepoScope(octokit, owner, repo);
     this.checks = new CheckRuns(this.scope);
     this.issues = new Issues(this.scope);
@@ -52374,8 +52378,10 @@ var GitHubApi = class {
   owner;
   repo;
   release;
-  /** Seals the run records this API writes, and refuses those it reads without the seal. */
+  repositoryId;
+  /** Seals the run records this API writes, and refuses those it reads without the seal (recordKeys). */
   recordKey;
+  keys = null;
   scope;
   checks;
   issues;
@@ -52384,6 +52390,15 @@ var GitHubApi = class {
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords() {
     return this.recordKey !== null;
+  }
+  /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
+  recordKeys(secret) {
+    this.keys ??= (async () => {
+      const id = this.repositoryId ?? (await this.octokit.rest.repos.get(this.r)).data.id;
+      const seal = repositoryKey(secret, { id });
+      return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
+    })();
+    return this.keys;
   }
   get r() {
     return { owner: this.owner, repo: this.repo };
@@ -52394,7 +52409,8 @@ var GitHubApi = class {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
     if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
-    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
+    if (this.recordKey)
+      checkSeal((await this.recordKeys(this.recordKey)).accepted, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef2}:state.json`),
       files: parseGitHubRunRecord(files, `${stateRef2}:run.json`),
@@ -52408,7 +52424,7 @@ var GitHubApi = class {
   async saveRun(stateRef2, state, files, expected2, message) {
     const stateText = recordText(STATE_RECORD, state);
     const stamped = this.release ? { ...files, writtenBy: this.release } : files;
-    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
+    const filesText = this.recordKey ? sealedFiles((await this.recordKeys(this.recordKey)).seal, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.scope.r,
       tree: [
@@ -56038,8 +56054,16 @@ function contexts(options2) {
   return (context, fields = {}) => {
     const { owner, repo } = context.repo();
     const logger = context.log.child({ delivery: context.id, ...fields });
+    const id = context.payload.repository?.id;
     return {
-      api: new GitHubApi(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
+      api: new GitHubApi(
+        context.octokit,
+        owner,
+        repo,
+        options2.recordKey ?? null,
+        RELEASE,
+        typeof id === "number" ? id : null
+      ),
       now: now(),
       ...options2.tick ? { tick: options2.tick } : {},
       logger,
@@ -56493,7 +56517,7 @@ async function tickInstallations(app, now, recordKey) {
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
+          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
           const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);

@@ -40460,7 +40460,12 @@ async function runCompare(o) {
   const results = await runs.outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (runs.failure) return { ...end, ...runs.failure };
-  return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
+  if (runs.interrupted) return { ...end, code: 130 };
+  if (!results.runs.some((r) => r.best !== null)) return { ...end, code: 1 };
+  const ended = m.entries.flatMap((_, i) => stateOf(m, i, states) ?? []).filter((s) => s.status === "finished");
+  const whys = ended.map(nothingDone);
+  const idle = ended.length > 0 && whys.every((w) => w !== null) ? whys[0] : void 0;
+  return { ...end, code: idle ? 1 : 0, ...idle ? { idle } : {} };
 }
 async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
@@ -40628,7 +40633,12 @@ fix it, then continue with: forkflush ${kind} ${dir} --resume
     io.stderr.write(`
 interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume
 `);
-  if (c.code === 1 && c.message)
+  if (c.code === 1 && c.idle)
+    io.stderr.write(
+      `forkflush: no run of the ${kind} did any work (${c.idle}): see each run's report.md and its agents' logs
+`
+    );
+  else if (c.code === 1 && c.message)
     io.stderr.write(`forkflush: ${c.message}
 no other run was started: fix it, then start a new ${kind}
 `);
@@ -42190,6 +42200,14 @@ function analyzeProbe(records, o) {
     improved,
     threshold: PROBE_SPREAD
   };
+  if (o.idle) {
+    return {
+      ...base,
+      recommendation: "too hard at this budget",
+      reason: `No run did any work (${o.idle}): a bigger budget would buy the same. Check the agent first.`,
+      next: `forkflush run ${dir} --smoke`
+    };
+  }
   if (improved === 0 || xs.length < 2 || relativeSd === null) {
     const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f2(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
     return {
@@ -42260,7 +42278,8 @@ async function runProbe(o) {
     dir: o.dir,
     planned: budget ?? (total !== planned.budget.total ? total : null),
     budgetEach: each,
-    unit: r.budget.unit
+    unit: r.budget.unit,
+    ...outcome.idle ? { idle: outcome.idle } : {}
   });
   if (!o.dryRun) {
     const folder = outcome.folder;

@@ -92,7 +92,11 @@ export function finishCompare(
     io.stderr.write(`forkflush: ${c.message}\nfix it, then continue with: forkflush ${kind} ${dir} --resume\n`);
   if (c.code === 130)
     io.stderr.write(`\ninterrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume\n`);
-  if (c.code === 1 && c.message)
+  if (c.code === 1 && c.idle)
+    io.stderr.write(
+      `forkflush: no run of the ${kind} did any work (${c.idle}): see each run's report.md and its agents' logs\n`,
+    );
+  else if (c.code === 1 && c.message)
     io.stderr.write(`forkflush: ${c.message}\nno other run was started: fix it, then start a new ${kind}\n`);
   else if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md\n`);
   return c.code;

@@ -46,6 +46,8 @@ export function analyzeProbe(
     planned: number | null;
     budgetEach: number;
     unit: string;
+    /** Why no run did any work (local/compare.ts), when none did. */
+    idle?: string;
   },
 ): ProbeAnalysis {
   const bests = records.map((r) => r.best);
@@ -78,6 +80,15 @@ export function analyzeProbe(
     improved,
     threshold: PROBE_SPREAD,
   };
+  if (o.idle) {
+    // More budget buys the same: the agent is what to look at.
+    return {
+      ...base,
+      recommendation: 'too hard at this budget',
+      reason: `No run did any work (${o.idle}): a bigger budget would buy the same. Check the agent first.`,
+      next: `forkflush run ${dir} --smoke`,
+    };
+  }
   if (improved === 0 || xs.length < 2 || relativeSd === null) {
     const why =
       improved === 0

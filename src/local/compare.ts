@@ -26,6 +26,7 @@ import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
+import { nothingDone } from '../core/stop.js';
 import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
 import { scheduleRuns } from './compare-schedule.js';
 import { loadConfig, startRun, taskFolder } from './start.js';
@@ -60,9 +61,11 @@ export interface CompareOutcome {
   config: Config;
   folder: string;
   resumed: boolean;
-  /** 0 done; 1 no run got a score; 2 a run's setup cannot work; 130 interrupted. */
+  /** 0 done; 1 no run got a score, or did any work; 2 a run's setup cannot work; 130 interrupted. */
   code: number;
   message?: string;
+  /** Why no finished run did any work (each one's `nothingDone`), when none did. */
+  idle?: string;
 }
 
 /** What a compare is about to do: its config, and the manifest it starts or resumes. */
@@ -205,7 +208,13 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const results = await runs.outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (runs.failure) return { ...end, ...runs.failure };
-  return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
+  if (runs.interrupted) return { ...end, code: 130 };
+  if (!results.runs.some((r) => r.best !== null)) return { ...end, code: 1 };
+  // Runs in which no agent did any work (`run` exits 1 for one): their table ranks the initial score.
+  const ended = m.entries.flatMap((_, i) => stateOf(m, i, states) ?? []).filter((s) => s.status === 'finished');
+  const whys = ended.map(nothingDone);
+  const idle = ended.length > 0 && whys.every((w) => w !== null) ? (whys[0] as string) : undefined;
+  return { ...end, code: idle ? 1 : 0, ...(idle ? { idle } : {}) };
 }
 
 /**

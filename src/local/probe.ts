@@ -49,6 +49,7 @@ export async function runProbe(o: ProbeOptions): Promise<ProbeOutcome> {
     planned: budget ?? (total !== planned.budget.total ? total : null),
     budgetEach: each,
     unit: r.budget.unit,
+    ...(outcome.idle ? { idle: outcome.idle } : {}),
   });
   if (!o.dryRun) {
     const folder = outcome.folder;

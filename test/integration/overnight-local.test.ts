@@ -200,3 +200,53 @@ describe('a resume started while the run waits out an outage', () => {
     expect(readFileSync(join(runFolder(repo.dir), 'report.md'), 'utf8')).not.toContain('rate limit');
   }, 120_000);
 });
+
+const IDLE_BUDGET = 'total: 12\n  unit: tokens\n  episode: 6';
+const folderOf = (out: string) => (/results: (.*)\/results\.json/.exec(out)?.[1] ?? '') as string;
+const jsonFile = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
+
+// An agent that reports honest usage and never edits a file: a CLI waiting for edit approval, a
+// wrapper that only "plans", a model on a read-only tool set. `forkflush run` ends such a run with
+// exit 1 ("no episode did any work", core/stop.ts nothingDone).
+const IDLE_AGENT = {
+  agentCommand: 'node idle.mjs',
+  files: {
+    'idle.mjs':
+      "import { readFileSync, writeFileSync } from 'node:fs';\n" +
+      'readFileSync(0, "utf8");\n' +
+      'writeFileSync(process.env.FORKFLUSH_USAGE_FILE, JSON.stringify({ spent: Number(process.env.FORKFLUSH_BUDGET) * 0.9 }));\n',
+  },
+};
+
+// Found by a helper's review: each ended green (exit 0), probe advising twice the budget next.
+describe('compare left overnight', () => {
+  it('ends non-zero when no run of the compare did any work (an agent that never edits), as `run` does', async () => {
+    const t = makeTaskRepo({ budget: IDLE_BUDGET, ...IDLE_AGENT });
+    // The control: the same agent under `forkflush run` is not a success.
+    const single = await cliWith(['run', t.dir, '--strategy', 'single-run', '--seed', '1']);
+    expect(single.code, `${single.out}${single.err}`).toBe(1);
+    expect(single.err).toContain('no episode did any work');
+
+    const r = await cliWith(['compare', t.dir, '--strategies', 'single-run,flush-only', '--seeds', '1', '--seed', '1']);
+    const folder = folderOf(r.out);
+    const results = jsonFile(join(folder, 'results.json'));
+    // Every run finished, spent its budget, changed nothing: "best" is only the initial workspace's score.
+    expect(results.runs.every((x: { status: string; best: number }) => x.status === 'finished' && x.best === 0)).toBe(
+      true,
+    );
+    expect(r.code, `${r.out}${r.err}`).not.toBe(0);
+    expect(r.err).toMatch(/did any work|no run .*(work|score)/);
+  }, 120_000);
+});
+
+describe('probe left overnight', () => {
+  it('does not end green, nor advise a probe at twice the budget, when the agent never changed anything', async () => {
+    const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6', ...IDLE_AGENT });
+    const r = await cliWith(['probe', t.dir, '--runs', '2', '--seed', '1', '--json']);
+    const out = JSON.parse(r.out);
+    expect(out.runs.every((x: { status: string }) => x.status === 'finished')).toBe(true);
+    // Today: exit 0, "too hard at this budget", next: probe again with twice --budget-each.
+    expect(r.code, `${r.err}\n${JSON.stringify(out.probe)}`).not.toBe(0);
+    expect(out.probe.next ?? '').not.toMatch(/--budget-each/);
+  }, 120_000);
+});
