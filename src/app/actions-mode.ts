@@ -19,6 +19,12 @@ import { recordKeyFrom } from '../github/record-seal.js';
 import { forkflushApp, nightlyTick } from './app.js';
 import { RELEASE } from './app-context.js';
 
+/** The repository's id, as the runner gives it (GITHUB_REPOSITORY_ID), or null (then read once). */
+function repositoryIdOf(env: NodeJS.ProcessEnv): number | null {
+  const id = Number(env.GITHUB_REPOSITORY_ID);
+  return Number.isSafeInteger(id) && id > 0 ? id : null;
+}
+
 /** The events forkflushApp handles. Actions never starts a workflow on workflow_job; a hosted app gets it. */
 const WEBHOOK_EVENTS = [
   'issues',
@@ -67,7 +73,7 @@ export async function runInActions(env = process.env, options: ActionsModeOption
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
       const touched = await nightlyTick(
-        new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE),
+        new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE, repositoryIdOf(env)),
         now,
         out.info,
         GITHUB.tickWorkflow,

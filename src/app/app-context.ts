@@ -43,8 +43,16 @@ export function contexts(options: AppOptions): ContextOf {
   return (context, fields = {}) => {
     const { owner, repo } = context.repo();
     const logger = context.log.child({ delivery: context.id, ...fields });
+    const id = (context.payload as { repository?: { id?: unknown } }).repository?.id;
     return {
-      api: new GitHubApi(context.octokit, owner, repo, options.recordKey ?? null, RELEASE),
+      api: new GitHubApi(
+        context.octokit,
+        owner,
+        repo,
+        options.recordKey ?? null,
+        RELEASE,
+        typeof id === 'number' ? id : null,
+      ),
       now: now(),
       ...(options.tick ? { tick: options.tick } : {}),
       logger,

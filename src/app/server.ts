@@ -107,7 +107,7 @@ export async function tickInstallations(
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
+          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
           const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);

@@ -37,8 +37,9 @@ export interface StoredRun {
 }
 
 export class GitHubApi {
-  /** Seals the run records this API writes, and refuses those it reads without the seal. */
+  /** Seals the run records this API writes, and refuses those it reads without the seal (recordKeys). */
   private readonly recordKey: Buffer | null;
+  private keys: Promise<{ seal: Buffer; accepted: Buffer[] }> | null = null;
   private readonly scope: RepoScope;
   readonly checks: CheckRuns;
   readonly issues: Issues;
@@ -47,7 +48,8 @@ export class GitHubApi {
 
   /**
    * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
-   * each record it saves (GitHubRunRecord.writtenBy).
+   * each record it saves (GitHubRunRecord.writtenBy); `repositoryId`, where the event says it (else
+   * read once), keys the seal to the repository.
    */
   constructor(
     readonly octokit: Octokit,
@@ -55,8 +57,9 @@ export class GitHubApi {
     readonly repo: string,
     recordKey: Buffer | null = null,
     readonly release: string | null = null,
+    private readonly repositoryId: number | null = null,
   ) {
-    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+    this.recordKey = recordKey;
     this.scope = new RepoScope(octokit, owner, repo);
     this.checks = new CheckRuns(this.scope);
     this.issues = new Issues(this.scope);
@@ -67,6 +70,16 @@ export class GitHubApi {
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords(): boolean {
     return this.recordKey !== null;
+  }
+
+  /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
+  private recordKeys(secret: Buffer): Promise<{ seal: Buffer; accepted: Buffer[] }> {
+    this.keys ??= (async () => {
+      const id = this.repositoryId ?? (await this.octokit.rest.repos.get(this.r)).data.id;
+      const seal = repositoryKey(secret, { id });
+      return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
+    })();
+    return this.keys;
   }
 
   private get r() {
@@ -80,7 +93,8 @@ export class GitHubApi {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
     if (state === null || files === null) throw new RecordError(`${stateRef} at ${ref} lacks state.json or run.json`);
-    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef} at ${ref.slice(0, 7)}`);
+    if (this.recordKey)
+      checkSeal((await this.recordKeys(this.recordKey)).accepted, state, files, `${stateRef} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef}:state.json`),
       files: parseGitHubRunRecord(files, `${stateRef}:run.json`),
@@ -102,7 +116,7 @@ export class GitHubApi {
     const stateText = recordText(STATE_RECORD, state);
     const stamped = this.release ? { ...files, writtenBy: this.release } : files;
     const filesText = this.recordKey
-      ? sealedFiles(this.recordKey, stateText, versioned(GITHUB_RUN_RECORD, stamped))
+      ? sealedFiles((await this.recordKeys(this.recordKey)).seal, stateText, versioned(GITHUB_RUN_RECORD, stamped))
       : recordText(GITHUB_RUN_RECORD, stamped);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.scope.r,

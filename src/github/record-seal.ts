@@ -24,9 +24,14 @@ export function recordKeyFrom(env: NodeJS.ProcessEnv): Buffer | null {
   return createHmac('sha256', 'forkflush record seal v1').update(secret).digest();
 }
 
-/** A key of its own per repository: a record copied from another repository does not pass. */
-export function repositoryKey(key: Buffer, owner: string, repo: string): Buffer {
-  return createHmac('sha256', key).update(`${owner}/${repo}`.toLowerCase()).digest();
+/**
+ * A key of its own per repository: a record copied from another repository does not pass. By the
+ * repository's id, which a rename or a transfer keeps; earlier releases keyed by `owner/repo`
+ * (`byName`), which a rename broke, and their records are read with that key too.
+ */
+export function repositoryKey(key: Buffer, repository: { id: number } | { byName: string }): Buffer {
+  const name = 'id' in repository ? `id:${repository.id}` : repository.byName.toLowerCase();
+  return createHmac('sha256', key).update(name).digest();
 }
 
 /** run.json's text with its seal, for this state.json text. */
@@ -36,8 +41,8 @@ export function sealedFiles(key: Buffer, stateText: string, files: Record<string
   return `${JSON.stringify({ ...rest, seal: mac(key, stateText, body) }, null, 1)}\n`;
 }
 
-/** Checks run.json's seal against state.json; throws TamperedRecordError when it does not hold. */
-export function checkSeal(key: Buffer, stateText: string, filesText: string, where: string): void {
+/** Checks run.json's seal against state.json (made with one of `keys`); throws TamperedRecordError when it does not hold. */
+export function checkSeal(keys: readonly Buffer[], stateText: string, filesText: string, where: string): void {
   let raw: Record<string, unknown>;
   try {
     raw = JSON.parse(filesText) as Record<string, unknown>;
@@ -52,8 +57,10 @@ export function checkSeal(key: Buffer, stateText: string, filesText: string, whe
       `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`,
     );
   }
-  const expected = Buffer.from(mac(key, stateText, JSON.stringify(rest, null, 1)), 'hex');
-  if (!timingSafeEqual(expected, Buffer.from(seal, 'hex'))) {
+  const body = JSON.stringify(rest, null, 1);
+  const sealed = (key: Buffer) =>
+    timingSafeEqual(Buffer.from(mac(key, stateText, body), 'hex'), Buffer.from(seal, 'hex'));
+  if (!keys.some(sealed)) {
     throw new TamperedRecordError(
       `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`,
     );

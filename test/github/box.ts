@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import examples from '@octokit/webhooks-examples';
 import { AppAuth } from './app-auth.js';
 import { FakeActions, type FakeJob, type FakeRun, type JobFate } from './fake-actions.js';
-import { FakeGitHub, RawBody } from './fake-github.js';
+import { FAKE_REPOSITORY_ID, FakeGitHub, RawBody } from './fake-github.js';
 import { handleGitRequest } from './git-http.js';
 import { checkWebhook } from './openapi/webhooks.js';
 
@@ -366,6 +366,7 @@ export class GitHubBox {
 
   /** Makes an example's repository (or a workflow run's head repository) this one. */
   private ourRepository(r: any): void {
+    r.id = FAKE_REPOSITORY_ID;
     r.name = this.gh.repo;
     r.full_name = `${this.gh.owner}/${this.gh.repo}`;
     r.html_url = `https://github.com/${this.gh.owner}/${this.gh.repo}`;

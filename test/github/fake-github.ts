@@ -128,6 +128,8 @@ const APP = (() => {
 
 /** The app's bot: the author of what forkflush writes with an installation token. */
 const BOT = user('forkflush[bot]', 41898282, 'Bot');
+/** The repository's id, which a rename keeps (the app keys its records' seal to it). */
+export const FAKE_REPOSITORY_ID = 1296269;
 const BOT_IDENTITY = { name: 'forkflush[bot]', email: '41898282+forkflush[bot]@users.noreply.github.com', date: WHEN };
 
 /** The fakes made since the last assertNoOpenApiViolations(). */
@@ -312,7 +314,7 @@ export class FakeGitHub {
     const r = this.repoUrl;
     const fullName = `${this.owner}/${this.repo}`;
     return {
-      id: 1296269,
+      id: FAKE_REPOSITORY_ID,
       node_id: nodeId('R', fullName),
       name: this.repo,
       full_name: fullName,

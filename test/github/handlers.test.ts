@@ -3,6 +3,7 @@
 import nock from 'nock';
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
+import { repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
 import { shown } from './fake-github.js';
 import { CONFIG, Harness, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -273,6 +274,41 @@ describe('a run record the app did not write', () => {
     expect(h.gh.refs.get(ref)).not.toBe(head);
     expect(h.state('issue-7').config.grader.command).toBe('echo 1000000');
     expect(h.state('issue-7').rounds[0]?.decision).toBeUndefined();
+  });
+
+  it("is not any record of a repository renamed (or transferred) mid-run: the seal is keyed by the repository's id", async () => {
+    // Keyed by `owner/repo`, every record failed the seal after a rename, as "changed outside
+    // forkflush": each run was refused, its winner stranded (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+    // GitHub answers under the new name only, and its events name it so.
+    (h.gh as unknown as { repo: string }).repo = 'octo-renamed';
+    (h.gh as unknown as { routes: unknown[] }).routes.length = 0;
+    expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toBeNull();
+    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+  });
+
+  it('sealed by an earlier release (keyed by the name), is still read, and sealed by the id from then on', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const ref = 'refs/forkflush/issue-7/state';
+    const head = h.gh.refs.get(ref) as string;
+    const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
+    const { seal: _seal, ...record } = JSON.parse(files['run.json'] as string);
+    const byName = repositoryKey(h.recordKey, { byName: `${h.gh.owner}/${h.gh.repo}` });
+    files['run.json'] = sealedFiles(byName, files['state.json'] as string, record);
+    h.gh.refs.set(ref, h.gh.commit({ message: 'an earlier release', parents: [head], files }));
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.comments.at(-1)?.body ?? '').not.toMatch(/forkflush did nothing/);
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, 3);
+    for (const e of h.openEpisodes('issue-7')) await h.jobCompleted('issue-7', e.id);
+    expect(h.state('issue-7').rounds[0]?.decision).toBeDefined();
+    const resealed = JSON.parse(h.gh.commits.get(h.gh.refs.get(ref) as string)?.files['run.json'] as string).seal;
+    expect(resealed).not.toBe(JSON.parse(files['run.json'] as string).seal);
   });
 });
 

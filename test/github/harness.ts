@@ -19,7 +19,7 @@ import { GitHubApi } from '../../src/github/api.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
 import { createRetry } from '../../src/github/requests.js';
 import { GitHubBox, KEEP_ALIVE_MS } from './box.js';
-import type { FakeGitHub } from './fake-github.js';
+import { FAKE_REPOSITORY_ID, type FakeGitHub } from './fake-github.js';
 
 export const CONFIG = `grader:
   command: node grade.mjs
@@ -224,7 +224,7 @@ export class Harness {
     const files = structuredClone(this.gh.commits.get(head)?.files ?? {});
     const parsed = JSON.parse(files['run.json'] as string);
     change(parsed);
-    const key = repositoryKey(this.recordKey, this.gh.owner, this.gh.repo);
+    const key = repositoryKey(this.recordKey, { id: FAKE_REPOSITORY_ID });
     files['run.json'] = sealedFiles(key, files['state.json'] as string, parsed);
     this.gh.refs.set(ref, this.gh.commit({ message, parents: [head], files }));
   }
