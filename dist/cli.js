@@ -7454,15 +7454,21 @@ while IFS= read -r line; do
     -*) g=\${line#-}; rest=$live; live=' '; for x in $rest; do [ "$x" = "$g" ] || live="$live$x "; done ;;
   esac
 done
-[ "$live" = ' ' ] && exit 0
-for g in $live; do kill -s TERM -- "-$g" 2>/dev/null; done
+left=''
+for g in $live; do kill -s TERM -- "-$g" 2>/dev/null && left="$left $g"; done
+[ -z "$left" ] && exit 0
 sleep 1
-for g in $live; do kill -s KILL -- "-$g" 2>/dev/null; done
+for g in $left; do kill -s KILL -- "-$g" 2>/dev/null; done
 `;
 var keeper = null;
 function tell(line) {
   if (!keeper) {
-    keeper = spawn("/bin/sh", ["-c", KEEPER], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
+    keeper = spawn("/bin/sh", ["-c", KEEPER], {
+      cwd: "/",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"]
+    });
     keeper.on("error", () => {
     });
     keeper.stdin?.on("error", () => {
