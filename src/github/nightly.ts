@@ -124,11 +124,11 @@ async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: bool
   // A skip for good (the budget spent, the end passed, the round limit) needs no more ticks; a
   // closed issue or a writer gone may come back.
   const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  // Work claimed before this sync (by a handler that may have died, its claim not yet stale): a
-  // later tick takes it over. (What this sync did itself costs one more tick at most.)
   // A map asked for whose end no event reported (read again only when the record awaits one).
   const sent = stored.files.map;
   const mapAhead = sent?.dispatched && sent.ended === undefined ? await mapOnTick(ctx, run) : false;
+  // Work claimed before this sync (by a handler that may have died, its claim not yet stale): a
+  // later tick takes it over. (What this sync did itself costs one more tick at most.)
   return { synced: true, active: after.status !== 'finished' || nightlyAhead || workHeld(stored) || mapAhead };
 }
 
