@@ -156,7 +156,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     // there was charged a whole allowance on resume, though no agent ran: a fork round killed in
     // its setups was charged K of them, past budget.total (found by a review).
     const gate = attackTemp('gate');
-    const marker = `30.${Date.now() % 100000}${process.pid % 1000}`;
+    const marker = `170.${Date.now() % 100000}${process.pid % 1000}`;
     // Setup sleeps in the episode's workspace (not in the initial grade's, nor once `skip` exists).
     const setup = `case "$PWD" in */workspaces/base) ;; *) test -f ${gate}/skip || sleep ${marker} ;; esac; true`;
     const repo = makeAttackRepo({
@@ -171,7 +171,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     });
     const root = join(repo.dir, '..');
     try {
-      const first = killableRun(repo.dir, root, 90_000);
+      const first = killableRun(repo.dir, root, 180_000);
       const inSetup = () => {
         try {
           return (
@@ -183,7 +183,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
           return false;
         }
       };
-      expect(await waitFor(inSetup, 60_000), "the first episode's setup is running").toBe(true);
+      expect(await waitFor(inSetup, 150_000), "the first episode's setup is running").toBe(true);
       first.kill();
       expect((await first.ended).signal).toBe('SIGKILL');
       expect(existsSync(join(repo.logs, 'starts')), 'no agent ran before the kill').toBe(false);
@@ -208,7 +208,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       killProcessesUnder(root);
       for (const p of processesWith(`sleep ${marker}`)) process.kill(p, 'SIGKILL');
     }
-  }, 200_000);
+  }, 400_000);
 
   it('an unconfined agent (sandbox: off) does not outlive its killed forkflush', async () => {
     // Every command runs in a process group of its own, stopped by an 'exit' handler that a SIGKILL
