@@ -175,7 +175,8 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       const inSetup = () => {
         try {
           return (
-            execFileSync('pgrep', ['-f', `sleep ${marker}`])
+            // The sleep itself: the setup's shell names the marker too, also where it sleeps not.
+            execFileSync('pgrep', ['-f', `^sleep ${marker}`])
               .toString()
               .trim() !== ''
           );
@@ -183,7 +184,13 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
           return false;
         }
       };
-      expect(await waitFor(inSetup, 150_000), "the first episode's setup is running").toBe(true);
+      // A forkflush that ended first says why (a failure before any episode, not a slow machine).
+      let ended: string | null = null;
+      void first.ended.then((r) => {
+        ended = `forkflush ended (${r.exitCode}) before the setup ran: ${r.out.slice(-1500)}`;
+      });
+      const reached = await waitFor(() => ended !== null || inSetup(), 150_000);
+      expect(reached && inSetup(), ended ?? "the first episode's setup is running").toBe(true);
       first.kill();
       expect((await first.ended).signal).toBe('SIGKILL');
       expect(existsSync(join(repo.logs, 'starts')), 'no agent ran before the kill').toBe(false);

@@ -62,7 +62,8 @@ describeSandboxed('setup and hostile agents', () => {
     for (const entry of entries) {
       expect(readFileSync(join(cache, entry, 'files', 'deps', 'lib.sh'), 'utf8')).toBe('BONUS=0\n');
     }
-  });
+    // A whole fork run of sandboxed episodes with setups: over a minute on a busy two-core machine.
+  }, 240_000);
 
   it('a setup command finds no forge token: not in its environment, not in any process it can see', async () => {
     const secret = unique('ghs_setup');
