@@ -89,17 +89,14 @@ export async function onJobStarted(ctxOf: ContextOf, context: Context<'workflow_
     const e = open?.index === round ? open.episodes.find((x) => x.id === episode && !x.result) : undefined;
     const check = stored?.files.checks?.[episode];
     if (!stored || stored.files.stopped || !e || check === undefined) return;
-    const why =
-      job.head_branch !== stored.files.defaultBranch
-        ? `its run is on ${job.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
-        : await notTheRoundsRunProblem(
-            ctx.api,
-            stored.files,
-            job.run_id,
-            run,
-            round,
-            context.payload.repository.full_name,
-          );
+    const why = await notTheRoundsRunProblem(
+      ctx.api,
+      stored.files,
+      { id: job.run_id, headBranch: job.head_branch },
+      run,
+      round,
+      context.payload.repository.full_name,
+    );
     if (why) {
       ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
       return;
@@ -198,10 +195,14 @@ async function workerReport(ctx: AppContext, delivery: string, repository: strin
     }
     const open = stored.state.rounds.find((r) => !r.decision);
     if (open && e.says(open) && !stored.files.stopped) {
-      const why =
-        e.headBranch !== stored.files.defaultBranch
-          ? `its run is on ${e.headBranch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
-          : await notTheRoundsRunProblem(ctx.api, stored.files, e.workflowRun, e.run, e.round, repository);
+      const why = await notTheRoundsRunProblem(
+        ctx.api,
+        stored.files,
+        { id: e.workflowRun, headBranch: e.headBranch },
+        e.run,
+        e.round,
+        repository,
+      );
       if (why) {
         ctx.log(`ignored ${e.what}: ${why}`, e.fields);
         return;
@@ -250,13 +251,16 @@ function untrustedRunProblem(w: WorkflowRunFacts, repository: string): string | 
 async function notTheRoundsRunProblem(
   api: GitHubApi,
   files: GitHubRunRecord,
-  id: number,
+  { id, headBranch }: { id: number; headBranch: string | null | undefined },
   run: string,
   round: number,
   repository: string,
 ): Promise<string | null> {
   const dispatched = files.dispatched[String(round)];
   if (!dispatched) return `round ${round} has not been dispatched`;
+  // The branch the round was dispatched on: the default branch then (it may have been renamed since).
+  const branch = dispatched.branch ?? files.defaultBranch;
+  if (headBranch !== branch) return `its run is on ${headBranch ?? 'an unknown branch'}, not ${branch}`;
   if (dispatched.runId !== undefined) {
     return dispatched.runId === id
       ? null

@@ -36,13 +36,18 @@ const githubRunOrigin = z.object({
 const githubRunProgress = z.object({
   stopped: z.boolean(),
   /**
-   * Round index -> when its jobs were dispatched, by when they must report, and the worker
-   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
-   * run's completion, and its jobs' failures, are the round's.
+   * Round index -> when its jobs were dispatched, by when they must report, the branch the
+   * dispatch ran on (the default branch then), and the worker workflow run it started, when GitHub
+   * said (its `return_run_details`): only that run's completion, and its jobs' failures, are the round's.
    */
   dispatched: z.record(
     z.string(),
-    z.object({ at: z.string(), deadline: z.string(), runId: z.number().int().positive().optional() }),
+    z.object({
+      at: z.string(),
+      deadline: z.string(),
+      branch: z.string().min(1).optional(),
+      runId: z.number().int().positive().optional(),
+    }),
   ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: z.record(z.string(), z.object({ pr: z.number().int().nullable(), check: z.number().int().nullable() })),
@@ -100,7 +105,9 @@ const githubRunProgress = z.object({
       at: z.string(),
       /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
       configCommit: sha.optional(),
-      dispatched: z.object({ at: z.string(), runId: z.number().int().positive().optional() }).optional(),
+      dispatched: z
+        .object({ at: z.string(), branch: z.string().min(1).optional(), runId: z.number().int().positive().optional() })
+        .optional(),
       ended: z.number().int().positive().optional(),
       drawn: z.object({ commit: sha, image: z.string(), line: z.string() }).optional(),
     })

@@ -176,6 +176,23 @@ export class GitHubApi {
     return { defaultBranch: data.default_branch, private: data.private };
   }
 
+  private branchNow: Promise<string> | null = null;
+
+  /**
+   * The default branch as it is now, read once per handler: a person may rename it mid-run (main
+   * -> trunk), and a dispatch or pull request on the name the run started with is refused for good.
+   */
+  defaultBranch(): Promise<string> {
+    this.branchNow ??= this.repository().then(
+      (r) => r.defaultBranch,
+      (e: unknown) => {
+        this.branchNow = null;
+        throw e;
+      },
+    );
+    return this.branchNow;
+  }
+
   async readFile(path: string, ref: string): Promise<string | null> {
     try {
       // The raw media type: the JSON form has no content for a file over 1 MB (a long run's

@@ -59,7 +59,7 @@ async function mapConfig(
   files: GitHubRunRecord,
   own: Config,
 ): Promise<{ config: Config; commit?: string } | { problem: string }> {
-  const branch = files.defaultBranch;
+  const branch = await api.defaultBranch();
   const commit = await api.refSha(`refs/heads/${branch}`);
   const text = commit ? await api.readFile(files.configPath, commit) : null;
   if (!commit || text === null) return { config: own };
@@ -75,7 +75,8 @@ async function mapConfig(
 
 /** The map job's dispatch, recorded with the workflow run it started (only its job reports the map). */
 async function dispatchMap(ctx: SyncContext, stored: StoredRun): Promise<void> {
-  const runId = await ctx.api.workflows.dispatch(GITHUB.workflow, stored.files.defaultBranch, {
+  const branch = await ctx.api.defaultBranch();
+  const runId = await ctx.api.workflows.dispatch(GITHUB.workflow, branch, {
     run: stored.state.id,
     round: MAP_JOB,
     episodes: JSON.stringify([MAP_JOB]),
@@ -84,7 +85,7 @@ async function dispatchMap(ctx: SyncContext, stored: StoredRun): Promise<void> {
   await amendOnce(ctx.api, stored, 'forkflush: map dispatched', [], (s) => ({
     state: s.state,
     files: s.files.map
-      ? { ...s.files, map: { ...s.files.map, dispatched: { at, ...(runId !== null ? { runId } : {}) } } }
+      ? { ...s.files, map: { ...s.files.map, dispatched: { at, branch, ...(runId !== null ? { runId } : {}) } } }
       : s.files,
   }));
 }
@@ -203,8 +204,8 @@ async function latestMapRun(api: GitHubApi, run: string): Promise<number | null>
 
 /** Why a workflow run is not the one the latest map dispatch started, on the default branch, or null. */
 async function notTheMapRunProblem(api: GitHubApi, files: GitHubRunRecord, end: MapJobEnd): Promise<string | null> {
-  if (end.headBranch !== files.defaultBranch)
-    return `its run is on ${end.headBranch ?? 'an unknown branch'}, not ${files.defaultBranch}`;
+  const branch = files.map?.dispatched?.branch ?? files.defaultBranch;
+  if (end.headBranch !== branch) return `its run is on ${end.headBranch ?? 'an unknown branch'}, not ${branch}`;
   const known = files.map?.dispatched?.runId;
   if (known !== undefined)
     return known === end.workflowRun

@@ -66,9 +66,10 @@ export class GitHubWork implements ForgeWork {
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
     const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
+    const branch = await this.api.defaultBranch();
     const runId =
       live ??
-      (await this.api.workflows.dispatch(GITHUB.workflow, this.files.defaultBranch, {
+      (await this.api.workflows.dispatch(GITHUB.workflow, branch, {
         run: state.id,
         round: String(round.index),
         // The opening round's dispatch grades the initial workspace too, until it is graded.
@@ -82,6 +83,7 @@ export class GitHubWork implements ForgeWork {
     this.files.dispatched[String(round.index)] = {
       at: this.now.toISOString(),
       deadline: deadline.toISOString(),
+      branch,
       ...(runId !== null ? { runId } : {}),
     };
   }
@@ -301,7 +303,7 @@ export class GitHubWork implements ForgeWork {
       const title = finalPrTitle(state);
       const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
       // A draft: the result is the agents' work, for a person to review before it is merged.
-      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, { draft: true, anew });
+      pr = await this.api.pulls.open(branch, await this.api.defaultBranch(), title, body, { draft: true, anew });
       if (pr !== null) this.files.resultDigest = textDigest(`${title}\n${body}`);
     } else if (pr !== null && this.files.resultHead !== undefined && this.files.resultHead !== head) {
       await this.api.issues.removeLabel(pr, GITHUB.ciLabel);

@@ -201,6 +201,8 @@ export class FakeGitHub {
   readonly workflowToggles: string[] = [];
   readonly workflowStates = new Map<string, 'active' | 'disabled_manually'>();
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
+  /** The repository's default branch (renameDefaultBranch moves it as GitHub's settings do). */
+  defaultBranch = 'main';
   readonly labels = new Map<number, Set<string>>();
   readonly log: string[] = [];
   /** Requests and responses that broke GitHub's OpenAPI description; each was answered with a 599. */
@@ -304,6 +306,15 @@ export class FakeGitHub {
     return `${WEB}/${this.owner}/${this.repo}`;
   }
 
+  /** The default branch renamed, as GitHub's settings do: the old name is gone, its commits now under the new. */
+  renameDefaultBranch(to: string): void {
+    const sha = this.refs.get(`refs/heads/${this.defaultBranch}`);
+    if (sha === undefined) throw new Error(`no branch ${this.defaultBranch}`);
+    this.refs.delete(`refs/heads/${this.defaultBranch}`);
+    this.refs.set(`refs/heads/${to}`, sha);
+    this.defaultBranch = to;
+  }
+
   /** The repository (`repository`; `full-repository` adds the counts GET /repos/{owner}/{repo} gives). */
   /** The repository as webhooks and events show it. */
   repositoryPayload(): Record<string, unknown> {
@@ -371,7 +382,7 @@ export class FakeGitHub {
       stargazers_count: 0,
       watchers_count: 0,
       size: 108,
-      default_branch: 'main',
+      default_branch: this.defaultBranch,
       open_issues_count: 1,
       is_template: false,
       topics: [],

@@ -291,6 +291,38 @@ describe('a run record the app did not write', () => {
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
   });
 
+  it('goes on where its default branch was renamed mid-run (main -> trunk): the next rounds and the result are on trunk', async () => {
+    // run.json keeps the branch the run started on; every later dispatch on it was refused ("No
+    // ref found for: main"), and the run was stuck for good (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.renameDefaultBranch('trunk');
+    // Round 0's jobs, dispatched on main before the rename, still report as its own.
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+    for (const e of h.openEpisodes('issue-7')) await h.jobCompleted('issue-7', e.id, 'success', 'main');
+    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.dispatches.map((d) => d.ref)).toEqual(['main', 'trunk']);
+    expect(h.runFiles('issue-7')?.blocked).toBeUndefined();
+    // Round 1's run is on trunk: its jobs are the round's; a run on main (someone's new branch) is not.
+    const next = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(next, e, 60);
+    const [first, ...rest] = h.openEpisodes('issue-7');
+    await h.jobCompleted('issue-7', first?.id ?? '', 'failure', 'main');
+    expect(h.state('issue-7').rounds[1]?.episodes.find((e) => e.id === first?.id)?.result?.failure).toBeUndefined();
+    for (const e of [first, ...rest]) if (e) await h.jobCompleted('issue-7', e.id, 'success', 'trunk');
+    expect(h.state('issue-7').rounds[1]?.decision).toBeDefined();
+    // To its end: the result's pull request is proposed into trunk.
+    for (let round = 2; h.state('issue-7').status === 'running' && round < 12; round++) {
+      const s = h.state('issue-7');
+      for (const e of h.openEpisodes('issue-7')) h.pushResult(s, e, 60 + round);
+      for (const e of h.openEpisodes('issue-7')) await h.jobCompleted('issue-7', e.id, 'success', 'trunk');
+    }
+    expect(h.state('issue-7').status).toBe('finished');
+    expect(h.gh.pulls.find((p) => p.number === h.runFiles('issue-7')?.finalPr)?.base).toBe('trunk');
+    expect(h.gh.dispatches.every((d, i) => d.ref === (i === 0 ? 'main' : 'trunk'))).toBe(true);
+  });
+
   it('sealed by an earlier release (keyed by the name), is still read, and sealed by the id from then on', async () => {
     const h = await new Harness().load();
     await h.label(7);
