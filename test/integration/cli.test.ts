@@ -148,7 +148,7 @@ describe('one process per run', () => {
 const [run, at] = process.argv.slice(2);
 while (Date.now() < Number(at)) {}
 new RunStore(run).lock().then(
-  () => { console.log('took'); setTimeout(() => process.exit(0), 300); },
+  () => { console.log('took'); setTimeout(() => process.exit(0), 120_000); },
   () => { console.log('refused'); process.exit(0); },
 );
 `,
@@ -160,13 +160,21 @@ new RunStore(run).lock().then(
       platform: 'node',
       format: 'cjs',
     });
-    const take = (run: string, at: number) =>
-      new Promise<string>((resolve) => {
-        const child = spawn(process.execPath, [script, run, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // A taker holds the lock until both have answered: on a busy machine the second one started
+    // after a holder that let go after 300 ms had exited, and took a lock that was free by then.
+    const take = (run: string, at: number) => {
+      const child = spawn(process.execPath, [script, run, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+      const said = new Promise<string>((resolve) => {
         let out = '';
-        child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-        child.on('close', () => resolve(out.trim()));
+        child.stdout.setEncoding('utf8').on('data', (d: string) => {
+          out += d;
+          if (out.includes('\n')) resolve(out.trim());
+        });
+        void closed.then(() => resolve(out.trim()));
       });
+      return { said, done: () => (child.kill('SIGKILL'), closed) };
+    };
     // A pid that is surely gone: a process that ran and was reaped.
     const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
     const outcomes: string[] = [];
@@ -175,7 +183,9 @@ new RunStore(run).lock().then(
       mkdirSync(run);
       if (i % 2 === 0) writeFileSync(join(run, 'lock'), dead);
       const at = Date.now() + 400;
-      outcomes.push((await Promise.all([take(run, at), take(run, at)])).sort().join(' '));
+      const both = [take(run, at), take(run, at)];
+      outcomes.push((await Promise.all(both.map((t) => t.said))).sort().join(' '));
+      await Promise.all(both.map((t) => t.done()));
     }
     expect(new Set(outcomes)).toEqual(new Set(['refused took']));
   }, 120_000);
