@@ -26,6 +26,7 @@ export const WEBHOOKS = [
   'installation-created',
   'issue-comment-created',
   'issues-closed',
+  'issues-deleted',
   'issues-labeled',
   'issues-reopened',
   'issues-unlabeled',

@@ -47,12 +47,12 @@ export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_req
 }
 
 /**
- * Removing the label (or, from a finished run, its done label) or closing the issue stops a run,
- * finished ones too (no more rounds after the plan); the lineage and best refs stay.
+ * Removing the label (or, from a finished run, its done label), closing the issue or deleting it
+ * stops a run, finished ones too (no more rounds after the plan); the lineage and best refs stay.
  */
 export async function onStopEvent(
   ctxOf: ContextOf,
-  context: Context<'issues.unlabeled'> | Context<'issues.closed'>,
+  context: Context<'issues.unlabeled'> | Context<'issues.closed'> | Context<'issues.deleted'>,
 ): Promise<void> {
   const p = context.payload;
   if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;

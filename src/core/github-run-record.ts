@@ -53,6 +53,11 @@ const githubRunProgress = z.object({
   published: z.record(z.string(), z.object({ pr: z.number().int().nullable(), check: z.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
   settled: z.array(count),
+  /**
+   * When the run's issue was found deleted (GitHub answers 410 for it): the run stopped then, as no
+   * one could see or stop it any more, and nothing is written on the issue from then on.
+   */
+  issueGone: z.string().optional(),
   finalPr: z.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),

@@ -97,6 +97,7 @@ function workText(key: string): string {
   if (kind === 'settle') return `settle round ${what}`;
   if (kind === 'publish') return `publish episode ${what}'s result`;
   if (kind === 'best') return 'move the best workspace';
+  if (kind === 'record') return "save the run's record";
   return "publish the run's result";
 }
 

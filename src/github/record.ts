@@ -142,6 +142,8 @@ function mergeDone(
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims,
+    // The issue found gone stops the run, whatever else saved meanwhile.
+    ...(mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}),
   };
 }
 

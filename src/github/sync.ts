@@ -15,7 +15,8 @@ import { carryOut, dueWork } from '../core/work.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { Commits, type EventFacts, observe, observeBase } from './observe.js';
 import { layoutOf, phaseOf, resultCommit, saveDone, textDigest, viewOf, workDone } from './record.js';
-import { ConflictError } from './requests.js';
+import { ConflictError, rateLimited, status } from './requests.js';
+import { windDown } from './wind-down.js';
 import { GitHubWork, runCheckFields } from './work.js';
 
 export interface SyncContext extends EventFacts {
@@ -62,7 +63,12 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   for (const [key, at] of Object.entries(files.claims)) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
-  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  // A round's dispatch spends: only while the run's issue, its one control and voice, is there.
+  if (work.some((w) => w.type === 'open-round') && (await api.issues.get(files.issue)) === null) {
+    stopForGoneIssue(files, now);
+    work = [];
+  }
   // A claim already there (stale, or it would not be taken), or an attempt that failed: its handler
   // may have done part of it.
   const retaking = new Set(
@@ -70,7 +76,17 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   );
   for (const w of work) files.claims[w.key] = now.toISOString();
   if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
-    sha = await api.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
+    sha = await api
+      .saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`)
+      .catch(async (e: unknown) => {
+        // Refused for want of a permission (the app lost `contents: write`): nothing can be recorded
+        // or done, so the issue says why the run stands still (`issues: write` is another permission).
+        if (status(e) === 403 && !rateLimited(e)) {
+          const unsaved = { ...structuredClone(stored.files), blocked: blockedBy('record', e, undefined, now) };
+          await present(api, stored.state, unsaved, now).catch(() => {});
+        }
+        throw e;
+      });
   }
   // 3. Carry it out, then what people read.
   const claimed = JSON.stringify(files);
@@ -107,7 +123,8 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       completed.push(...(await completeOrphanChecks(api, files, now)));
       await present(api, state, files, now);
     } catch (e) {
-      failure ??= e;
+      if (status(e) === 410 && !files.issueGone) stopForGoneIssue(files, now);
+      else failure ??= e;
     }
   }
   // 4. What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
@@ -121,8 +138,16 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       completed,
     );
   }
+  // Found gone in this sync: what the run still had going ends as at a person's stop.
+  if (files.issueGone && !stored.files.stopped) await windDown(ctx, { state, files });
   if (failure) throw failure;
   return state;
+}
+
+/** The run's issue is deleted (an admin may): no one can see the run or stop it, so it stops. */
+function stopForGoneIssue(files: GitHubRunRecord, now: Date): void {
+  files.stopped = true;
+  files.issueGone = now.toISOString();
 }
 
 /**
@@ -215,6 +240,7 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
 
 /** The issue comment that says where the run stands, edited only when what it says changed. */
 async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRecord, view: GitHubView): Promise<void> {
+  if (files.issueGone) return;
   const phase: RunPhase = phaseOf(state, files);
   const notes = [
     ...(files.hiddenInTask

@@ -201,6 +201,8 @@ export class FakeGitHub {
   readonly workflowToggles: string[] = [];
   readonly workflowStates = new Map<string, 'active' | 'disabled_manually'>();
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
+  /** Issues an admin deleted (deleteIssue): GitHub answers 410 for each, its comments are gone. */
+  readonly deletedIssues = new Set<number>();
   /** The repository's default branch (renameDefaultBranch moves it as GitHub's settings do). */
   defaultBranch = 'main';
   readonly labels = new Map<number, Set<string>>();
@@ -225,6 +227,11 @@ export class FakeGitHub {
    * after GitHub did what it asked (the answer was lost).
    */
   inject: ((method: string, path: string) => number | { status: number; applied: true } | null) | null = null;
+  /**
+   * A permission the app lost (an owner edited the installation): true refuses a request as GitHub
+   * refuses one the installation's permissions do not cover.
+   */
+  denied: ((method: string, path: string) => boolean) | null = null;
   /** The requests `inject` failed, in order. */
   readonly injected: { method: string; path: string; status: number }[] = [];
   private nextId = 100;
@@ -304,6 +311,15 @@ export class FakeGitHub {
 
   private get htmlUrl(): string {
     return `${WEB}/${this.owner}/${this.repo}`;
+  }
+
+  /** An admin deletes an issue: its comments and labels go with it, and GitHub answers 410 Gone for it. */
+  deleteIssue(issue: number): void {
+    this.deletedIssues.add(issue);
+    this.issues.delete(issue);
+    this.labels.delete(issue);
+    for (let i = this.comments.length - 1; i >= 0; i--)
+      if (this.comments[i]?.issue === issue) this.comments.splice(i, 1);
   }
 
   /** The default branch renamed, as GitHub's settings do: the old name is gone, its commits now under the new. */
@@ -746,6 +762,16 @@ export class FakeGitHub {
       return this.reject([violation(checked.route, 'path', 'the fake GitHub does not answer this operation')]);
     }
     const m = route.path.exec(url.pathname) as RegExpExecArray;
+    if (this.denied?.(method, url.pathname)) {
+      return {
+        status: 403,
+        body: { message: 'Resource not accessible by integration', documentation_url: 'https://docs.github.com/rest' },
+      };
+    }
+    const issue = /\/issues\/(\d+)(\/|$)/.exec(url.pathname)?.[1];
+    if (issue !== undefined && this.deletedIssues.has(Number(issue))) {
+      return { status: 410, body: error(410, 'This issue was deleted') };
+    }
     const accept = [headers.accept ?? ''].flat().join(', ');
     const injected = this.inject?.(method, url.pathname) ?? null;
     if (typeof injected === 'number') return this.injectedReply(method, url.pathname, injected);

@@ -323,6 +323,71 @@ describe('a run record the app did not write', () => {
     expect(h.gh.dispatches.every((d, i) => d.ref === (i === 0 ? 'main' : 'trunk'))).toBe(true);
   });
 
+  it('stops when its issue is deleted: nothing more is dispatched, its checks end, and nothing fails on it', async () => {
+    // The issue is the run's only control and voice. GitHub answers 410 for a deleted one: the next
+    // round was dispatched all the same (spent on a run no one could stop), then every sync failed
+    // writing the status comment, and so did each nightly tick of the repository (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.deleteIssue(7);
+    await h.send('issues', 'deleted', (p) => {
+      p.issue.number = 7;
+      p.sender.type = 'User';
+    });
+    expect(h.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+    expect(h.gh.checkRuns.filter((c) => c.name !== 'forkflush').map((c) => c.conclusion)).toEqual(
+      h.state('issue-7').rounds[0]?.episodes.map(() => 'cancelled'),
+    );
+    // Its jobs' results land late: the nightly tick passes the run by.
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, 50);
+    expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toBeNull();
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0']);
+  });
+
+  it('stops when its issue is found deleted, its event lost: before the next round is dispatched', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.deleteIssue(7);
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+    expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toBeNull();
+    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0']);
+    expect(h.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+    // Found gone while the round runs (no dispatch due): the same, from the status comment's 410.
+    const h2 = await new Harness().load();
+    await h2.label(7);
+    h2.gh.deleteIssue(7);
+    const first = h2.openEpisodes('issue-7')[0];
+    if (first) h2.pushResult(h2.state('issue-7'), first, 50);
+    expect(await nightlyTick(h2.api(), h2.clock).then(() => null, String)).toBeNull();
+    expect(h2.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+    expect(h2.gh.log.filter((l) => l.endsWith('/actions/workflows/forkflush.yml/runs'))).not.toEqual([]);
+    expect(await nightlyTick(h2.api(), h2.clock).then(() => null, String)).toBeNull();
+  });
+
+  it("says on the issue that it cannot save the run's record when the app lost contents: write", async () => {
+    // Every sync saves the record first: refused with 403, it threw before saying anything, and the
+    // issue kept saying the round was running, for good (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, 40);
+    h.gh.denied = (method, path) => method === 'POST' && /\/git\/(trees|commits)$/.test(path);
+    expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toMatch(/the nightly tick failed for issue-7/);
+    const status = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(status).toContain(
+      "stuck: forkflush could not save the run's record (`HTTP 403: Resource not accessible by integration",
+    );
+    expect(h.gh.dispatches).toHaveLength(1);
+    // Given back: the run goes on, and the issue says so.
+    h.gh.denied = null;
+    expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toBeNull();
+    expect(h.gh.dispatches).toHaveLength(2);
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body ?? '').not.toContain('stuck');
+  });
+
   it('sealed by an earlier release (keyed by the name), is still read, and sealed by the id from then on', async () => {
     const h = await new Harness().load();
     await h.label(7);
