@@ -27,6 +27,18 @@ export class Issues {
     }
   }
 
+  /** Whether the issue was deleted: GitHub answers 410 Gone for it (a 404 says no more than "not seen"). */
+  async deleted(issue: number): Promise<boolean> {
+    try {
+      await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue });
+      return false;
+    } catch (e) {
+      if (status(e) === 410) return true;
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+
   /**
    * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
    * a kind per author, so a repeat is harmless.

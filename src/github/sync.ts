@@ -65,7 +65,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   }
   let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
   // A round's dispatch spends: only while the run's issue, its one control and voice, is there.
-  if (work.some((w) => w.type === 'open-round') && (await api.issues.get(files.issue)) === null) {
+  if (work.some((w) => w.type === 'open-round') && (await api.issues.deleted(files.issue))) {
     stopForGoneIssue(files, now);
     work = [];
   }
