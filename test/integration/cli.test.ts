@@ -173,7 +173,11 @@ new RunStore(run).lock().then(
         });
         void closed.then(() => resolve(out.trim()));
       });
-      return { said, done: () => (child.kill('SIGKILL'), closed) };
+      const done = () => {
+        child.kill('SIGKILL');
+        return closed;
+      };
+      return { said, done };
     };
     // A pid that is surely gone: a process that ran and was reaped.
     const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();

@@ -40,7 +40,6 @@ describe('forkflush map of a toy with known basins', async () => {
   let folder = '';
 
   it('maps a compare: held-out agreement at least 0.8 and clearly above run identity, the families as basins', async () => {
-    let T0 = Date.now();
     const c = await cliWith([
       'compare',
       t.dir,
@@ -52,15 +51,12 @@ describe('forkflush map of a toy with known basins', async () => {
       '5',
     ]);
     expect(c.code, c.err).toBe(0);
-    console.error('DBG compare', Date.now() - T0); T0 = Date.now();
     const dry = await cliWith(['map', t.dir, '--dry-run'], { env });
-    console.error('DBG dry', dry.out);
     expect(dry.code, dry.err).toBe(0);
     expect(dry.out).toMatch(/spec calls: \d+ \(0 cached\)\ntriplet calls: \d+ \(0 cached; \d+ judgments in all\)/);
     expect(existsSync(logOf(t))).toBe(false);
 
     const r = await cliWith(['map', t.dir], { env });
-    console.error('DBG map', Date.now() - T0);
     expect(r.code, r.err).toBe(0);
     folder = /map: +(.*)\/map\.json/.exec(r.out)?.[1] as string;
     expect(folder).toMatch(/\.forkflush\/compare-/);
