@@ -57,7 +57,8 @@ interface Endpoint {
 // In the order a round uses them; the floor of a round is the sum of the floors.
 const ENDPOINTS: Endpoint[] = [
   { label: 'POST git/refs', what: 'create a branch', floor: (s) => s.episodes },
-  { label: 'GET (repository)', what: 'read the default branch', floor: () => 0 },
+  { label: 'GET (repository)', what: 'read the default branch (it may be renamed mid-run)', floor: () => 0 },
+  { label: 'GET issues/{issue}', what: 'check the issue is there (a deleted one stops the run)', floor: () => 0 },
   { label: 'POST actions/workflows/{workflow}/dispatches', what: 'dispatch the round', floor: () => 1 },
   { label: 'GET git/ref/forkflush/{run}/state', what: "read the record: its ref's commit", floor: () => 1 },
   { label: 'GET contents/{state,run}.json', what: 'read the record: its files', floor: () => 1 },
@@ -72,6 +73,8 @@ const ENDPOINTS: Endpoint[] = [
   { label: 'POST git/commits', what: 'write the record: commit', floor: () => 1 },
   { label: 'PATCH git/refs/forkflush/{run}/state', what: 'write the record: compare-and-swap', floor: () => 1 },
   { label: 'POST check-runs', what: 'a check run per result', floor: (s) => s.episodes },
+  { label: 'PATCH check-runs/{check}', what: "complete an episode's check run", floor: (s) => s.episodes },
+  { label: 'GET git/ref/forkflush/{run}/base', what: "look for the initial workspace's grade", floor: () => 0 },
   {
     label: 'GET pulls',
     what: 'look for the pull request before opening one (an answer lost, a claim taken over)',
@@ -114,6 +117,8 @@ function endpoint(request: string): string {
     .replace(/^issues\/comments\/\d+$/, 'issues/comments/{comment}')
     .replace(new RegExp(`^issues/${ISSUE}/labels/.+$`), 'issues/{issue}/labels/{label}')
     .replace(new RegExp(`^issues/${ISSUE}/`), 'issues/{issue}/')
+    .replace(new RegExp(`^issues/${ISSUE}$`), 'issues/{issue}')
+    .replace(/^check-runs\/\d+$/, 'check-runs/{check}')
     .replace(/^(issues|pulls)\/\d+/, '$1/{pr}');
   return `${method} ${p || '(repository)'}`;
 }
@@ -141,18 +146,20 @@ function chargeHandler(stage: string): void {
 
 /**
  * The dispatch of a round within a handler's requests: the workflow dispatch and, right before
- * it, the creation of the round's branches (and a read of the default branch, if the app makes one).
+ * it, the creation of the round's branches, its check runs and a read of the default branch.
  */
 function dispatchIn(requests: string[]): { round: string; from: number; to: number } | null {
   const at = requests.findIndex((r) => endpoint(r) === 'POST actions/workflows/{workflow}/dispatches');
   if (at < 0) return null;
   const inputs = h.gh.dispatches.at(-1)?.inputs;
-  const branches = (JSON.parse(inputs?.episodes ?? '[]') as string[]).length;
+  // The opening round's dispatch also grades the initial workspace (a job, no branch of its own).
+  const branches = (JSON.parse(inputs?.episodes ?? '[]') as string[]).filter((e) => e !== 'base').length;
   let from = at;
   for (let created = 0; created < branches; from--) {
     const label = from > 0 ? endpoint(requests[from - 1] as string) : '';
     if (label === 'POST git/refs') created++;
-    else if (label !== 'GET (repository)') {
+    // Between them, the round's check runs (queued) and a read of the default branch.
+    else if (label !== 'GET (repository)' && label !== 'POST check-runs') {
       throw new Error(`round ${inputs?.round}: its ${branches} branches are not created just before its dispatch`);
     }
   }
