@@ -51632,18 +51632,28 @@ var githubRunOrigin = external_exports.object({
 var githubRunProgress = external_exports.object({
   stopped: external_exports.boolean(),
   /**
-   * Round index -> when its jobs were dispatched, by when they must report, and the worker
-   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
-   * run's completion, and its jobs' failures, are the round's.
+   * Round index -> when its jobs were dispatched, by when they must report, the branch the
+   * dispatch ran on (the default branch then), and the worker workflow run it started, when GitHub
+   * said (its `return_run_details`): only that run's completion, and its jobs' failures, are the round's.
    */
   dispatched: external_exports.record(
     external_exports.string(),
-    external_exports.object({ at: external_exports.string(), deadline: external_exports.string(), runId: external_exports.number().int().positive().optional() })
+    external_exports.object({
+      at: external_exports.string(),
+      deadline: external_exports.string(),
+      branch: external_exports.string().min(1).optional(),
+      runId: external_exports.number().int().positive().optional()
+    })
   ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
   settled: external_exports.array(count),
+  /**
+   * When the run's issue was found deleted (GitHub answers 410 for it): the run stopped then, as no
+   * one could see or stop it any more, and nothing is written on the issue from then on.
+   */
+  issueGone: external_exports.string().optional(),
   finalPr: external_exports.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
@@ -51695,7 +51705,7 @@ var githubRunProgress = external_exports.object({
     at: external_exports.string(),
     /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
     configCommit: sha.optional(),
-    dispatched: external_exports.object({ at: external_exports.string(), runId: external_exports.number().int().positive().optional() }).optional(),
+    dispatched: external_exports.object({ at: external_exports.string(), branch: external_exports.string().min(1).optional(), runId: external_exports.number().int().positive().optional() }).optional(),
     ended: external_exports.number().int().positive().optional(),
     drawn: external_exports.object({ commit: sha, image: external_exports.string(), line: external_exports.string() }).optional()
   }).optional()
@@ -52009,6 +52019,17 @@ var Issues = class {
       return { open: data.state === "open", labels };
     } catch (e) {
       if (status(e) === 404 || status(e) === 410) return null;
+      throw e;
+    }
+  }
+  /** Whether the issue was deleted: GitHub answers 410 Gone for it (a 404 says no more than "not seen"). */
+  async deleted(issue2) {
+    try {
+      await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
+      return false;
+    } catch (e) {
+      if (status(e) === 410) return true;
+      if (status(e) === 404) return false;
       throw e;
     }
   }
@@ -52478,6 +52499,21 @@ Forkflush-Save: ${randomUUID()}`,
   async repository() {
     const { data } = await this.octokit.rest.repos.get(this.scope.r);
     return { defaultBranch: data.default_branch, private: data.private };
+  }
+  branchNow = null;
+  /**
+   * The default branch as it is now, read once per handler: a person may rename it mid-run (main
+   * -> trunk), and a dispatch or pull request on the name the run started with is refused for good.
+   */
+  defaultBranch() {
+    this.branchNow ??= this.repository().then(
+      (r) => r.defaultBranch,
+      (e) => {
+        this.branchNow = null;
+        throw e;
+      }
+    );
+    return this.branchNow;
   }
   async readFile(path8, ref) {
     try {
@@ -54200,6 +54236,7 @@ function workText(key) {
   if (kind === "settle") return `settle round ${what}`;
   if (kind === "publish") return `publish episode ${what}'s result`;
   if (kind === "best") return "move the best workspace";
+  if (kind === "record") return "save the run's record";
   return "publish the run's result";
 }
 function haltedBy(state, phase, view) {
@@ -54587,7 +54624,9 @@ function mergeDone(latest, mine, released, completedChecks) {
     bestCommit: mine.bestCommit ?? latest.bestCommit,
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
-    claims
+    claims,
+    // The issue found gone stops the run, whatever else saved meanwhile.
+    ...mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}
   };
 }
 function pick2(mine, latest, key) {
@@ -54700,6 +54739,34 @@ async function protectedProblem(api, state, files, sha2, commit) {
   return null;
 }
 
+// src/github/wind-down.ts
+async function windDown(ctx, next) {
+  await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
+  for (const round of next.state.rounds) {
+    const halfDone = next.files.claims[`dispatch:${round.index}`] !== void 0 && !next.files.dispatched[round.index];
+    for (const e of round.episodes) {
+      if (next.files.published[e.id]) continue;
+      const check2 = next.files.checks?.[e.id] ?? (halfDone && !e.result ? await ctx.api.checks.find(e.base, checkRunName(e.id), checkExternalId(next.state.id, e.id)) : null);
+      if (check2 === null) continue;
+      await ctx.api.checks.update(check2, {
+        status: "completed",
+        conclusion: "cancelled",
+        completedAt: ctx.now.toISOString(),
+        output: {
+          title: `${e.id}: stopped`,
+          summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
+        }
+      });
+    }
+  }
+  for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
+    for (const e of round.episodes) {
+      const pr = next.files.published[e.id]?.pr;
+      if (pr) await ctx.api.pulls.close(pr, "The run was stopped; this branch is kept as it is.");
+    }
+  }
+}
+
 // src/github/work.ts
 var GitHubWork = class {
   constructor(api, commits, files, now) {
@@ -54728,7 +54795,8 @@ var GitHubWork = class {
     for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
-    const runId2 = live ?? await this.api.workflows.dispatch(GITHUB.workflow, this.files.defaultBranch, {
+    const branch = await this.api.defaultBranch();
+    const runId2 = live ?? await this.api.workflows.dispatch(GITHUB.workflow, branch, {
       run: state.id,
       round: String(round.index),
       // The opening round's dispatch grades the initial workspace too, until it is graded.
@@ -54741,6 +54809,7 @@ var GitHubWork = class {
     this.files.dispatched[String(round.index)] = {
       at: this.now.toISOString(),
       deadline: deadline.toISOString(),
+      branch,
       ...runId2 !== null ? { runId: runId2 } : {}
     };
   }
@@ -54914,7 +54983,7 @@ var GitHubWork = class {
     if (changed && pr === null) {
       const title = finalPrTitle(state);
       const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
-      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, { draft: true, anew });
+      pr = await this.api.pulls.open(branch, await this.api.defaultBranch(), title, body, { draft: true, anew });
       if (pr !== null) this.files.resultDigest = textDigest(`${title}
 ${body}`);
     } else if (pr !== null && this.files.resultHead !== void 0 && this.files.resultHead !== head) {
@@ -54971,13 +55040,24 @@ async function syncStored(ctx, stored) {
   for (const [key, at] of Object.entries(files.claims)) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
-  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  if (work.some((w) => w.type === "open-round") && await api.issues.deleted(files.issue)) {
+    stopForGoneIssue(files, now);
+    work = [];
+  }
   const retaking = new Set(
     work.filter((w) => files.claims[w.key] !== void 0 || files.blocked?.work === w.key).map((w) => w.key)
   );
   for (const w of work) files.claims[w.key] = now.toISOString();
   if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
-    sha2 = await api.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
+    sha2 = await api.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`).catch(async (e) => {
+      if (status(e) === 403 && !rateLimited(e)) {
+        const unsaved = { ...structuredClone(stored.files), blocked: blockedBy("record", e, void 0, now) };
+        await present(api, stored.state, unsaved, now).catch(() => {
+        });
+      }
+      throw e;
+    });
   }
   const claimed = JSON.stringify(files);
   const github = new GitHubWork(api, commits, files, now);
@@ -55006,7 +55086,8 @@ async function syncStored(ctx, stored) {
       completed.push(...await completeOrphanChecks(api, files, now));
       await present(api, state, files, now);
     } catch (e) {
-      failure2 ??= e;
+      if (status(e) === 410 && !files.issueGone) stopForGoneIssue(files, now);
+      else failure2 ??= e;
     }
   }
   if (JSON.stringify(files) !== claimed) {
@@ -55019,8 +55100,13 @@ async function syncStored(ctx, stored) {
       completed
     );
   }
+  if (files.issueGone && !stored.files.stopped) await windDown(ctx, { state, files });
   if (failure2) throw failure2;
   return state;
+}
+function stopForGoneIssue(files, now) {
+  files.stopped = true;
+  files.issueGone = now.toISOString();
 }
 async function observeAndDecide(ctx, commits, read2, files) {
   const { api } = ctx;
@@ -55078,6 +55164,7 @@ ${body}`);
   }
 }
 async function updateComment(api, state, files, view) {
+  if (files.issueGone) return;
   const phase = phaseOf(state, files);
   const notes = [
     ...files.hiddenInTask ? [
@@ -55139,7 +55226,7 @@ async function askMap(ctx, stored, asked) {
   return null;
 }
 async function mapConfig(api, files, own4) {
-  const branch = files.defaultBranch;
+  const branch = await api.defaultBranch();
   const commit = await api.refSha(`refs/heads/${branch}`);
   const text = commit ? await api.readFile(files.configPath, commit) : null;
   if (!commit || text === null) return { config: own4 };
@@ -55155,7 +55242,8 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   }
 }
 async function dispatchMap(ctx, stored) {
-  const runId2 = await ctx.api.workflows.dispatch(GITHUB.workflow, stored.files.defaultBranch, {
+  const branch = await ctx.api.defaultBranch();
+  const runId2 = await ctx.api.workflows.dispatch(GITHUB.workflow, branch, {
     run: stored.state.id,
     round: MAP_JOB,
     episodes: JSON.stringify([MAP_JOB])
@@ -55163,7 +55251,7 @@ async function dispatchMap(ctx, stored) {
   const at = ctx.now.toISOString();
   await amendOnce(ctx.api, stored, "forkflush: map dispatched", [], (s) => ({
     state: s.state,
-    files: s.files.map ? { ...s.files, map: { ...s.files.map, dispatched: { at, ...runId2 !== null ? { runId: runId2 } : {} } } } : s.files
+    files: s.files.map ? { ...s.files, map: { ...s.files.map, dispatched: { at, branch, ...runId2 !== null ? { runId: runId2 } : {} } } } : s.files
   }));
 }
 async function mapJobEnded(ctx, end) {
@@ -55237,8 +55325,8 @@ async function latestMapRun(api, run2) {
   return runs.reduce((a, b) => a !== null && a > b.id ? a : b.id, null);
 }
 async function notTheMapRunProblem(api, files, end) {
-  if (end.headBranch !== files.defaultBranch)
-    return `its run is on ${end.headBranch ?? "an unknown branch"}, not ${files.defaultBranch}`;
+  const branch = files.map?.dispatched?.branch ?? files.defaultBranch;
+  if (end.headBranch !== branch) return `its run is on ${end.headBranch ?? "an unknown branch"}, not ${branch}`;
   const known = files.map?.dispatched?.runId;
   if (known !== void 0)
     return known === end.workflowRun ? null : `the map's dispatch started workflow run ${known}, not ${end.workflowRun}`;
@@ -55658,32 +55746,6 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
   }
   if (!stopped && asked) files.startedBy = asked.by;
   return { state, files };
-}
-async function windDown(ctx, next) {
-  await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
-  for (const round of next.state.rounds) {
-    const halfDone = next.files.claims[`dispatch:${round.index}`] !== void 0 && !next.files.dispatched[round.index];
-    for (const e of round.episodes) {
-      if (next.files.published[e.id]) continue;
-      const check2 = next.files.checks?.[e.id] ?? (halfDone && !e.result ? await ctx.api.checks.find(e.base, checkRunName(e.id), checkExternalId(next.state.id, e.id)) : null);
-      if (check2 === null) continue;
-      await ctx.api.checks.update(check2, {
-        status: "completed",
-        conclusion: "cancelled",
-        completedAt: ctx.now.toISOString(),
-        output: {
-          title: `${e.id}: stopped`,
-          summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
-        }
-      });
-    }
-  }
-  for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
-    for (const e of round.episodes) {
-      const pr = next.files.published[e.id]?.pr;
-      if (pr) await ctx.api.pulls.close(pr, "The run was stopped; this branch is kept as it is.");
-    }
-  }
 }
 async function forkNow(ctx, stored, asked, toTry) {
   const next = await amendOnce(ctx.api, stored, "forkflush: fork requested", asked?.keys ?? [], (s) => ({
@@ -56325,10 +56387,10 @@ async function onJobStarted(ctxOf, context) {
     const e = open2?.index === round ? open2.episodes.find((x) => x.id === episode && !x.result) : void 0;
     const check2 = stored?.files.checks?.[episode];
     if (!stored || stored.files.stopped || !e || check2 === void 0) return;
-    const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRunProblem(
+    const why = await notTheRoundsRunProblem(
       ctx.api,
       stored.files,
-      job.run_id,
+      { id: job.run_id, headBranch: job.head_branch },
       run2,
       round,
       context.payload.repository.full_name
@@ -56405,7 +56467,14 @@ async function workerReport(ctx, delivery, repository, e) {
     }
     const open2 = stored.state.rounds.find((r) => !r.decision);
     if (open2 && e.says(open2) && !stored.files.stopped) {
-      const why = e.headBranch !== stored.files.defaultBranch ? `its run is on ${e.headBranch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRunProblem(ctx.api, stored.files, e.workflowRun, e.run, e.round, repository);
+      const why = await notTheRoundsRunProblem(
+        ctx.api,
+        stored.files,
+        { id: e.workflowRun, headBranch: e.headBranch },
+        e.run,
+        e.round,
+        repository
+      );
       if (why) {
         ctx.log(`ignored ${e.what}: ${why}`, e.fields);
         return;
@@ -56427,9 +56496,11 @@ function untrustedRunProblem(w, repository) {
   }
   return null;
 }
-async function notTheRoundsRunProblem(api, files, id, run2, round, repository) {
+async function notTheRoundsRunProblem(api, files, { id, headBranch }, run2, round, repository) {
   const dispatched = files.dispatched[String(round)];
   if (!dispatched) return `round ${round} has not been dispatched`;
+  const branch = dispatched.branch ?? files.defaultBranch;
+  if (headBranch !== branch) return `its run is on ${headBranch ?? "an unknown branch"}, not ${branch}`;
   if (dispatched.runId !== void 0) {
     return dispatched.runId === id ? null : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
   }
@@ -56449,7 +56520,7 @@ function forkflushApp(options2 = {}) {
   return (app) => {
     app.on("issues.labeled", (context) => onIssueLabeled(ctxOf, context));
     app.on("pull_request.labeled", (context) => onPullLabeled(ctxOf, context));
-    app.on(["issues.unlabeled", "issues.closed"], (context) => onStopEvent(ctxOf, context));
+    app.on(["issues.unlabeled", "issues.closed", "issues.deleted"], (context) => onStopEvent(ctxOf, context));
     app.on("issue_comment.created", (context) => onComment(ctxOf, context));
     app.on("pull_request_review.submitted", (context) => onReview(ctxOf, context));
     app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));
