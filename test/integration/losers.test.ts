@@ -105,20 +105,12 @@ describe('forkflush compare with fork.losers as a variant', () => {
     // The test task with K = 4, not the bundled example: its grader solves MaxSAT instances, and its
     // two runs took three minutes of a busy CI machine (compare.test.ts runs the example itself).
     const t = makeTaskRepo({ extra: 'fork: {branches: 4, at: [0.5], branch_budget: 0.1}', budget: SHORT_BUDGET });
+    const variants = ['--variant', 'journal=fork.losers=journal', '--variant', 'drop=fork.losers=drop'];
     const c = await cliWith([
       'compare',
       t.dir,
-      '--strategies',
-      'fork-and-flush',
-      '--seeds',
-      '1',
-      '--seed',
-      '2',
-      '--variant',
-      'journal=fork.losers=journal',
-      '--variant',
-      'drop=fork.losers=drop',
-      '--json',
+      ...'--strategies fork-and-flush --seeds 1 --seed 2 --json'.split(' '),
+      ...variants,
     ]);
     expect(c.code, c.err).toBe(0);
     const results = JSON.parse(c.out);
