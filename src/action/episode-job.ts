@@ -8,14 +8,13 @@ import { agentFor } from '../agents/specs.js';
 import type { Config, Unit } from '../core/config.js';
 import type { GitHubRunRecord } from '../core/github-run-record.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
+import { commitMessage, describeContext, parseCommitMessage } from '../core/journal.js';
 import { sectionFor } from '../core/losers.js';
 import { contextRef, episodeBranch, parseEpisodeId, type RefsLayout, refName, runRefs } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
-import type { Git } from '../io/git.js';
 import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
 import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
@@ -24,14 +23,13 @@ import {
   type ContextStore,
   contextStore,
   decryptContext,
-  encryptContext,
-  packFolder,
   repositoryIsPrivate,
   SEALED_CONTEXT,
   unpackFolder,
 } from './contexts.js';
+import { describeRefusal, pushResult, recordedResult, short } from './push-result.js';
 import type { RecordsRepo } from './records.js';
-import type { PushedRef, Remote } from './remote.js';
+import type { Remote } from './remote.js';
 import { openRunRecords } from './run-records.js';
 import { prepareIsolation } from './sandbox-setup.js';
 import type { ActionSettings, jobPlaces } from './settings.js';
@@ -127,7 +125,8 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   });
   o.log(`result: ${describeResult(result, state.config.budget.unit)}, commit ${short(result.commit)}`);
   // 7. Push the result and the context together.
-  const pushed = await pushResult(job, result, store);
+  const push = { s, log: o.log, records: job.records, remote: job.remote, episode, branchRef: job.branchRef };
+  const pushed = await pushResult({ ...push, contextDir: job.places.context }, result, store);
   return pushed === 'ran' ? outcome('ran', result) : outcome('lost-race', pushed);
 }
 
@@ -252,51 +251,6 @@ function episodeInput(job: Job, checkoutIndex: string, isolation: Isolation) {
 }
 
 /**
- * Pushes the result and the context together, from the records repository, which made the commit.
- * No force on the branch: if another attempt got there first, its result stands (returned) and
- * this one's context is not pushed over it. A context the forge refuses (GitHub takes no file over
- * 100 MiB, and a sealed context is one file) is left behind: the result is pushed alone.
- */
-async function pushResult(
-  { s, o, records, remote, episode, branchRef, places }: Job,
-  result: EpisodeResult,
-  store: ContextStore,
-): Promise<'ran' | EpisodeResult> {
-  const branch = refName(branchRef);
-  const ownRef = contextRef(s.run, episode.id);
-  let context = await commitContext(records, s, episode.id, places.context, store);
-  const resultRef = `${result.commit}:${branchRef}`;
-  let pushed = await remote.pushAtomic([resultRef, ...(context ? [`+${context}:${ownRef}`] : [])]);
-  const moved = (p: PushedRef | undefined) =>
-    p !== undefined && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(p.summary);
-  if (context && pushed.some((p) => p.flag === '!') && !moved(pushed.find((p) => p.ref === branchRef))) {
-    o.log(
-      `the context was not pushed (${describeRefusal(pushed)}): the result is pushed alone, and the lineage's next episode starts with an empty context`,
-    );
-    context = null;
-    pushed = await remote.pushAtomic([resultRef]);
-  }
-  const branchPush = pushed.find((p) => p.ref === branchRef);
-  if (branchPush && branchPush.flag !== '!') {
-    o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (no context ref)'}`);
-    return 'ran';
-  }
-  if (moved(branchPush)) {
-    await remote.fetch([branchRef]);
-    const now = await records.git.revParse(branchRef);
-    const winner = now ? await recordedResult(records.git, now, s.run, episode) : null;
-    if (!winner) {
-      throw new Error(
-        `the branch ${branch} moved to ${short(now ?? '?')} while the episode ran, not to a result of it`,
-      );
-    }
-    o.log(`another attempt pushed its result first (${short(winner.commit)}): this attempt's result is dropped`);
-    return winner;
-  }
-  throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
-}
-
-/**
  * Fills the context folder from the parent's context ref: an encrypted blob (opened with the key,
  * bound to the parent's episode) or plain files. Returns why it could not, or null.
  */
@@ -325,22 +279,6 @@ async function openContext(
   } finally {
     await rm(incoming, { recursive: true, force: true });
   }
-}
-
-/** The commit holding the context the episode left, as the store says; null when none is pushed. */
-async function commitContext(
-  records: RecordsRepo,
-  s: ActionSettings,
-  episode: string,
-  contextDir: string,
-  store: ContextStore,
-): Promise<string | null> {
-  const message = `forkflush ${episode}: the context it left (run ${s.run})`;
-  if (store === 'none') return null;
-  if (store === 'plain' || !s.contextKey) return records.commitFolder(contextDir, message);
-  const archive = await packFolder(contextDir);
-  if (archive.length === 0) return null;
-  return records.commitFile(SEALED_CONTEXT, encryptContext(s.contextKey, s.run, episode, archive), message);
 }
 
 function describeStore(store: ContextStore): string {
@@ -413,23 +351,7 @@ function findOpenEpisode(state: RunState, id: string): { episode: Episode; round
   return { episode, round };
 }
 
-/** The result a commit records for this episode (on its base, with its trailers), or null when it is not one. */
-async function recordedResult(git: Git, commit: string, run: string, e: Episode): Promise<EpisodeResult | null> {
-  const [parents = '', ...rest] = (await git.out(['log', '-1', '--format=%P%n%B', commit])).split('\n');
-  const read = resultFromCommit(run, e, { sha: commit, message: rest.join('\n'), parents: parents.split(' ') });
-  return 'result' in read ? read.result : null;
-}
-
 function describeResult(r: EpisodeResult, unit: Unit): string {
   const score = r.score === null ? `no score (${r.reason ?? 'no reason given'})` : `score ${formatNumber(r.score, 6)}`;
   return `${score}, spent ${formatNumber(r.spent)} ${unit}, ended: ${r.exit}`;
-}
-
-function describeRefusal(pushed: PushedRef[]): string {
-  const refused = pushed.filter((p) => p.flag === '!' && !p.summary.includes('atomic push failed'));
-  return (refused.length > 0 ? refused : pushed).map((p) => `${p.ref} ${p.summary}`).join('; ');
-}
-
-function short(sha: string): string {
-  return sha.slice(0, 10);
 }

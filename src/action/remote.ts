@@ -57,10 +57,13 @@ export class Remote {
 
   /**
    * Pushes the refspecs in one transaction (all land or none). A rejection is a result, not an
-   * error: the caller reads each ref's status. Transport and permission failures throw.
+   * error: the caller reads each ref's status. Transport and permission failures throw. With a
+   * lease, `lease.ref` moves only from `lease.expect` (else "[rejected] (stale info)"), also when
+   * the ref is gone.
    */
-  async pushAtomic(refspecs: string[]): Promise<PushedRef[]> {
-    const out = await this.run(['push', '--porcelain', '--atomic', this.url, ...refspecs], [0, 1]);
+  async pushAtomic(refspecs: string[], lease?: { ref: string; expect: string }): Promise<PushedRef[]> {
+    const leased = lease ? [`--force-with-lease=${lease.ref}:${lease.expect}`] : [];
+    const out = await this.run(['push', '--porcelain', '--atomic', ...leased, this.url, ...refspecs], [0, 1]);
     const refs = out
       .split('\n')
       .map((line) => /^(.)\t[^\t]*:([^\t]+)\t(.*)$/.exec(line))

@@ -2,7 +2,7 @@
 // bare repository on a file:// "server". Each case is one job of a run's matrix.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
@@ -418,5 +418,111 @@ describe('the worker Action', () => {
       `::error::forkflush issue-42 r0.b0: episode r0.b0 of run issue-42 already has a result (score 3, spent 5 tokens, ended: finished, commit ${commit.slice(0, 10)}): nothing to run`,
     );
     expect(repo.calls()).toEqual([]);
+  });
+});
+
+/**
+ * A `git` first on the job's PATH that fails forkflush's pushes as GitHub's smart HTTP does when an
+ * upload breaks (HTTP 500, a dropped connection): no ref line, exit 128, while `when` (a shell
+ * condition over "$args" and "$marker", a file it may make) holds. All else goes to the real git.
+ */
+function gitFailingPushes(repo: ActionRepo, name: string, when: string): string {
+  const bin = join(repo.root, `bin-${name}`);
+  mkdirSync(bin, { recursive: true });
+  const real = ['/usr/bin/git', '/usr/local/bin/git', '/bin/git'].find((p) => existsSync(p)) ?? 'git';
+  writeFileSync(
+    join(bin, 'git'),
+    `#!/bin/sh
+args="$*"
+marker=${JSON.stringify(join(repo.root, `marker-${name}`))}
+case " $args " in
+  *" push --porcelain "*)
+    if ${when}; then
+      echo "error: RPC failed; HTTP 500 curl 22 The requested URL returned error: 500" >&2
+      echo "fatal: the remote end hung up unexpectedly" >&2
+      exit 128
+    fi;;
+esac
+exec ${real} "$@"
+`,
+  );
+  chmodSync(join(bin, 'git'), 0o755);
+  chmodSync(repo.root, 0o755);
+  return bin;
+}
+
+/** The episode's result is on its branch: the job ran the agent, and its paid result landed. */
+function expectResultOn(repo: ActionRepo, job: { exitCode: number | null; stdout: string }, episode: string) {
+  expect(repo.calls()).toHaveLength(1);
+  expect(job.exitCode, job.stdout).toBe(0);
+  const [round, branch] = episode.slice(1).split('.b').map(Number) as [number, number];
+  const head = repo.ref(`refs/heads/${episodeBranch(RUN, round, branch)}`) ?? '';
+  expect(head).not.toBe(repo.base);
+  expect(parseCommitMessage(repo.message(head), head)).toMatchObject({ episode });
+}
+
+// Found by a review: each of these lost a result the agent had been paid for, or made a settled
+// round's ref again, with nobody told.
+describe('the worker Action: the paid result lands, or the job says why not', () => {
+  it('a push that breaks in transport while it carries the context lands the result alone', () => {
+    // A context of up to 1 GiB (encrypted, it does not compress) can break the upload with a 5xx:
+    // the whole push failed, and only a refused ref had the result pushed alone.
+    const repo = new ActionRepo();
+    repo.publish(repo.openingState());
+    const bin = gitFailingPushes(repo, 'ctx', 'case "$args" in *"/contexts/"*) true;; *) false;; esac');
+    const job = repo.runAction({ episode: 'r0.b1', pathFirst: bin });
+    expectResultOn(repo, job, 'r0.b1');
+    expect(job.stdout).toMatch(
+      /the context was not pushed \(git push .* hung up unexpectedly\): the result is pushed alone/,
+    );
+  });
+
+  it('a push that fails once in transport is tried again', () => {
+    // One passing 5xx of GitHub's git endpoint lost the result: the push had no second try.
+    const repo = new ActionRepo();
+    repo.publish(repo.openingState());
+    const bin = gitFailingPushes(repo, 'once', '[ ! -e "$marker" ] && touch "$marker"');
+    // Public without a key: no context, so the push is the result alone.
+    const job = repo.runAction({ episode: 'r0.b2', pathFirst: bin, visibility: 'public' });
+    expectResultOn(repo, job, 'r0.b2');
+    expect(job.stdout).toMatch(/the push failed \(.*\): trying again in 2 s/);
+  });
+
+  it('a context git refuses to commit is left behind, and the result lands', () => {
+    // git refuses names such as `.git.` (core.protectNTFS, on by default): the context's commit
+    // threw before the push, and the result, already committed, was never pushed.
+    const repo = new ActionRepo('node agent.mjs improve {calls} && printf x > "$FORKFLUSH_CONTEXT_DIR/.git."');
+    repo.publish(repo.openingState());
+    const job = repo.runAction({ episode: 'r0.b3', visibility: 'private' });
+    expectResultOn(repo, job, 'r0.b3');
+    expect(job.stdout).toMatch(/the context was not pushed \(.*\.git\..*\): the result is pushed alone/);
+  });
+
+  it("does not make again an episode's ref deleted while the job ran (its round decided), and says so", () => {
+    // The push named no expected place, so git made the ref again: the job ended green with a
+    // score nobody would read (the round was settled), and the ref stayed for good.
+    const repo = new ActionRepo();
+    const ref = `refs/heads/${episodeBranch(RUN, 0, 0)}`;
+    const settled = join(repo.logs, 'settled');
+    repo.agent = `node agent.mjs improve {calls} && while [ ! -f ${settled} ]; do sleep 0.05; done`;
+    repo.publish(repo.openingState());
+    // The app's settleRound, once this job's agent has started.
+    const app = spawn(
+      'sh',
+      [
+        '-c',
+        `while [ ! -s ${repo.callsLog} ]; do sleep 0.05; done; git --git-dir=${repo.remote} update-ref -d ${ref} && touch ${settled}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const job = repo.runAction({ episode: 'r0.b0' });
+    app.kill();
+    expect(repo.calls()).toHaveLength(1);
+    expect(repo.ref(ref)).toBeNull();
+    expect(repo.ref(contextRef(RUN, 'r0.b0'))).toBeNull();
+    expect(job.exitCode).not.toBe(0);
+    expect(job.stdout).toContain(
+      `the episode's ref ${episodeBranch(RUN, 0, 0)} was deleted while the episode ran (its round was decided without this result`,
+    );
   });
 });
