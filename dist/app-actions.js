@@ -68762,8 +68762,11 @@ var Issues = class {
       throw e;
     }
   }
-  /** Whether the issue was deleted: GitHub answers 410 Gone for it (a 404 says no more than "not seen"). */
-  async deleted(issue3) {
+  /**
+   * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
+   * are turned off for the repository (a 404 says no more than "not seen").
+   */
+  async gone(issue3) {
     try {
       await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue3 });
       return false;
@@ -69052,9 +69055,13 @@ var Workflows = class {
       throw e;
     }
   }
-  /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
-  async liveRunId(workflow, title) {
-    return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled")?.id ?? null;
+  /**
+   * The newest run of the workflow with this title that was not cancelled (a dispatch taken over),
+   * with the branch it runs on.
+   */
+  async liveRun(workflow, title) {
+    const live = (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled");
+    return live ? { id: live.id, branch: live.head_branch } : null;
   }
   /** The workflow's dispatched runs with this title, among its 100 newest. */
   async runsTitled(workflow, title) {
@@ -70968,7 +70975,10 @@ function statusText(state, phase, view) {
   return `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done`;
 }
 function stuckText(b) {
-  return `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace("T", " ")} UTC). It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or \`/autoresearch stop\``;
+  const what = `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace("T", " ")} UTC). `;
+  if (b.work === "record")
+    return `${what}No round starts until it can (the round's jobs may still end): give the app back its permissions (\`contents: write\`), and it goes on at the next event or nightly tick`;
+  return `${what}It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or \`/autoresearch stop\``;
 }
 function workText(key) {
   const [kind, what] = key.split(":");
@@ -71318,7 +71328,7 @@ function workDone(state, files) {
     finished: files.finalPr !== null && at
   };
 }
-async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
+async function saveDone(api, state, mine, released, expected2, completedChecks = [], stopped = false) {
   let candidate = { state, files: mine, sha: expected2 };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
@@ -71335,14 +71345,14 @@ async function saveDone(api, state, mine, released, expected2, completedChecks =
       if (!latest) throw e;
       candidate = {
         state: latest.state,
-        files: mergeDone(latest.files, mine, released, completedChecks),
+        files: mergeDone(latest.files, mine, released, completedChecks, stopped),
         sha: latest.sha
       };
     }
   }
   throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
-function mergeDone(latest, mine, released, completedChecks) {
+function mergeDone(latest, mine, released, completedChecks, stopped) {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
   const { orphanChecks: listed, blocked: _theirs, ...rest } = latest;
@@ -71365,8 +71375,7 @@ function mergeDone(latest, mine, released, completedChecks) {
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims,
-    // The issue found gone stops the run, whatever else saved meanwhile.
-    ...mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}
+    ...stopped && mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}
   };
 }
 function pick2(mine, latest, key) {
@@ -71534,9 +71543,9 @@ var GitHubWork = class {
     await this.startRunCheck(state, retaking);
     for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
-    const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
-    const branch = await this.api.defaultBranch();
-    const runId2 = live ?? await this.api.workflows.dispatch(GITHUB.workflow, branch, {
+    const live = retaking ? await this.api.workflows.liveRun(GITHUB.workflow, title) : null;
+    const branch = live?.branch ?? await this.api.defaultBranch();
+    const runId2 = live?.id ?? await this.api.workflows.dispatch(GITHUB.workflow, branch, {
       run: state.id,
       round: String(round.index),
       // The opening round's dispatch grades the initial workspace too, until it is graded.
@@ -71781,8 +71790,14 @@ async function syncStored(ctx, stored) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
   let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  if (work.some((w) => w.type === "open-round") && await api.issues.deleted(files.issue)) {
-    stopForGoneIssue(files, now);
+  let stoppedHere = false;
+  const stopForGoneIssue = () => {
+    stoppedHere ||= !files.stopped;
+    files.stopped = true;
+    files.issueGone ??= now.toISOString();
+  };
+  if (work.some((w) => w.type === "open-round") && await api.issues.gone(files.issue)) {
+    stopForGoneIssue();
     work = [];
   }
   const retaking = new Set(
@@ -71826,7 +71841,7 @@ async function syncStored(ctx, stored) {
       completed.push(...await completeOrphanChecks(api, files, now));
       await present(api, state, files, now);
     } catch (e) {
-      if (status(e) === 410 && !files.issueGone) stopForGoneIssue(files, now);
+      if (status(e) === 410) stopForGoneIssue();
       else failure2 ??= e;
     }
   }
@@ -71837,16 +71852,13 @@ async function syncStored(ctx, stored) {
       files,
       work.map((w) => w.key).filter((key) => !(key in files.claims)),
       sha2,
-      completed
+      completed,
+      stoppedHere
     );
   }
-  if (files.issueGone && !stored.files.stopped) await windDown(ctx, { state, files });
+  if (stoppedHere) await windDown(ctx, { state, files });
   if (failure2) throw failure2;
   return state;
-}
-function stopForGoneIssue(files, now) {
-  files.stopped = true;
-  files.issueGone = now.toISOString();
 }
 async function observeAndDecide(ctx, commits, read, files) {
   const { api } = ctx;
@@ -71904,7 +71916,6 @@ ${body}`);
   }
 }
 async function updateComment(api, state, files, view) {
-  if (files.issueGone) return;
   const phase = phaseOf(state, files);
   const notes = [
     ...files.hiddenInTask ? [
@@ -71923,6 +71934,7 @@ async function updateComment(api, state, files, view) {
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await api.issues.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
+    delete files.issueGone;
   }
 }
 function cutJournal(text) {
@@ -72485,6 +72497,7 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
     }
   }
   if (!stopped && asked) files.startedBy = asked.by;
+  if (!stopped) delete files.issueGone;
   return { state, files };
 }
 async function forkNow(ctx, stored, asked, toTry) {
@@ -72912,7 +72925,7 @@ async function onPullLabeled(ctxOf, context) {
 async function onStopEvent(ctxOf, context) {
   const p = context.payload;
   if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  if (p.sender.type === "Bot") return;
+  if (p.sender.type === "Bot" && p.action !== "deleted") return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;

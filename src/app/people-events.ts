@@ -56,7 +56,8 @@ export async function onStopEvent(
 ): Promise<void> {
   const p = context.payload;
   if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  if (p.sender.type === 'Bot') return;
+  // The app's own label changes are not a stop; a deletion, by whomever, is (forkflush deletes none).
+  if (p.sender.type === 'Bot' && p.action !== 'deleted') return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;

@@ -84,10 +84,11 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
 
 /** A run held up by a work item that keeps failing: what, its error, and what forkflush does about it. */
 function stuckText(b: NonNullable<GitHubView['blocked']>): string {
-  return (
-    `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace('T', ' ')} UTC). ` +
-    "It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or `/autoresearch stop`"
-  );
+  const what = `stuck: forkflush could not ${workText(b.work)} (${inertCodeSpan(b.message)}; since ${b.since.slice(0, 16).replace('T', ' ')} UTC). `;
+  // Without its record nothing can be recorded, a stop neither: no round starts until it can.
+  if (b.work === 'record')
+    return `${what}No round starts until it can (the round's jobs may still end): give the app back its permissions (\`contents: write\`), and it goes on at the next event or nightly tick`;
+  return `${what}It tries again at the next event and each nightly tick: fix the cause (the worker workflow, the app's permissions, the branch), or \`/autoresearch stop\``;
 }
 
 /** What a work item of core/work.ts does, by its key, in words. */

@@ -27,8 +27,11 @@ export class Issues {
     }
   }
 
-  /** Whether the issue was deleted: GitHub answers 410 Gone for it (a 404 says no more than "not seen"). */
-  async deleted(issue: number): Promise<boolean> {
+  /**
+   * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
+   * are turned off for the repository (a 404 says no more than "not seen").
+   */
+  async gone(issue: number): Promise<boolean> {
     try {
       await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue });
       return false;

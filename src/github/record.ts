@@ -85,6 +85,8 @@ export async function saveDone(
   released: string[],
   expected: string,
   completedChecks: readonly number[] = [],
+  /** This handler stopped the run (its issue gone): the stop stands over what saved meanwhile. */
+  stopped = false,
 ): Promise<string> {
   let candidate = { state, files: mine, sha: expected };
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -102,7 +104,7 @@ export async function saveDone(
       if (!latest) throw e;
       candidate = {
         state: latest.state,
-        files: mergeDone(latest.files, mine, released, completedChecks),
+        files: mergeDone(latest.files, mine, released, completedChecks, stopped),
         sha: latest.sha,
       };
     }
@@ -119,6 +121,7 @@ function mergeDone(
   mine: GitHubRunRecord,
   released: string[],
   completedChecks: readonly number[],
+  stopped: boolean,
 ): GitHubRunRecord {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
@@ -142,8 +145,7 @@ function mergeDone(
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims,
-    // The issue found gone stops the run, whatever else saved meanwhile.
-    ...(mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}),
+    ...(stopped && mine.issueGone ? { issueGone: latest.issueGone ?? mine.issueGone, stopped: true } : {}),
   };
 }
 

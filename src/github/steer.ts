@@ -87,6 +87,9 @@ function stoppedOrResumed(
     }
   }
   if (!stopped && asked) files.startedBy = asked.by;
+  // Resumed where its issue was found gone: it is back (Issues turned on again), or the resume came
+  // from the run's pull request.
+  if (!stopped) delete files.issueGone;
   return { state, files };
 }
 

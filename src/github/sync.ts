@@ -64,9 +64,17 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
   let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  // A round's dispatch spends: only while the run's issue, its one control and voice, is there.
-  if (work.some((w) => w.type === 'open-round') && (await api.issues.deleted(files.issue))) {
-    stopForGoneIssue(files, now);
+  // The issue is the run's one control and voice: gone (deleted, or Issues turned off), the run
+  // stops, by this sync (whose save then carries the stop, and which winds the run down).
+  let stoppedHere = false;
+  const stopForGoneIssue = () => {
+    stoppedHere ||= !files.stopped;
+    files.stopped = true;
+    files.issueGone ??= now.toISOString();
+  };
+  // A round's dispatch spends: only while the issue is there.
+  if (work.some((w) => w.type === 'open-round') && (await api.issues.gone(files.issue))) {
+    stopForGoneIssue();
     work = [];
   }
   // A claim already there (stale, or it would not be taken), or an attempt that failed: its handler
@@ -123,7 +131,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       completed.push(...(await completeOrphanChecks(api, files, now)));
       await present(api, state, files, now);
     } catch (e) {
-      if (status(e) === 410 && !files.issueGone) stopForGoneIssue(files, now);
+      if (status(e) === 410) stopForGoneIssue();
       else failure ??= e;
     }
   }
@@ -136,18 +144,13 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       work.map((w) => w.key).filter((key) => !(key in files.claims)),
       sha,
       completed,
+      stoppedHere,
     );
   }
-  // Found gone in this sync: what the run still had going ends as at a person's stop.
-  if (files.issueGone && !stored.files.stopped) await windDown(ctx, { state, files });
+  // Stopped by this sync: what the run still had going ends as at a person's stop.
+  if (stoppedHere) await windDown(ctx, { state, files });
   if (failure) throw failure;
   return state;
-}
-
-/** The run's issue is deleted (an admin may): no one can see the run or stop it, so it stops. */
-function stopForGoneIssue(files: GitHubRunRecord, now: Date): void {
-  files.stopped = true;
-  files.issueGone = now.toISOString();
 }
 
 /**
@@ -240,7 +243,6 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
 
 /** The issue comment that says where the run stands, edited only when what it says changed. */
 async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRecord, view: GitHubView): Promise<void> {
-  if (files.issueGone) return;
   const phase: RunPhase = phaseOf(state, files);
   const notes = [
     ...(files.hiddenInTask
@@ -263,6 +265,8 @@ async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRe
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await api.issues.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
+    // The issue answered: it is there again (Issues turned back on). The run stays stopped till resumed.
+    delete files.issueGone;
   }
 }
 

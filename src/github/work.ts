@@ -65,10 +65,11 @@ export class GitHubWork implements ForgeWork {
     for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
-    const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
-    const branch = await this.api.defaultBranch();
+    const live = retaking ? await this.api.workflows.liveRun(GITHUB.workflow, title) : null;
+    // The branch its jobs' events name: the live run's own (the default branch may be renamed since).
+    const branch = live?.branch ?? (await this.api.defaultBranch());
     const runId =
-      live ??
+      live?.id ??
       (await this.api.workflows.dispatch(GITHUB.workflow, branch, {
         run: state.id,
         round: String(round.index),

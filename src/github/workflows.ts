@@ -52,9 +52,13 @@ export class Workflows {
     }
   }
 
-  /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
-  async liveRunId(workflow: string, title: string): Promise<number | null> {
-    return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== 'cancelled')?.id ?? null;
+  /**
+   * The newest run of the workflow with this title that was not cancelled (a dispatch taken over),
+   * with the branch it runs on.
+   */
+  async liveRun(workflow: string, title: string): Promise<{ id: number; branch: string | null } | null> {
+    const live = (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== 'cancelled');
+    return live ? { id: live.id, branch: live.head_branch } : null;
   }
 
   /** The workflow's dispatched runs with this title, among its 100 newest. */

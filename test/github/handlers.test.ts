@@ -10,6 +10,8 @@ import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
 
+const statusOf = (h: Harness, issue = 7) => h.gh.comments.find((c) => c.issue === issue)?.body ?? '';
+
 const API = 'https://api.github.com';
 const REPO = '/repos/octo-org/octo-repo';
 
@@ -386,6 +388,98 @@ describe('a run record the app did not write', () => {
     expect(await nightlyTick(h.api(), h.clock).then(() => null, String)).toBeNull();
     expect(h.gh.dispatches).toHaveLength(2);
     expect(h.gh.comments.find((c) => c.issue === 7)?.body ?? '').not.toContain('stuck');
+  });
+
+  it('a dispatch taken over after a rename keeps the branch its live run is on: its failed job (on main) still ends the episode', async () => {
+    // The handler that dispatched round 0 on main died before recording it, then the branch was
+    // renamed: the handler that took the claim over recorded trunk, not the live run's main, and
+    // the round's own jobs' events were ignored till its deadline (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    h.rewriteRecord(
+      'issue-7',
+      (run) => {
+        delete run.dispatched['0'];
+        run.claims['dispatch:0'] = h.clock.toISOString();
+      },
+      'the record a dead handler left',
+    );
+    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // its claim is stale now
+    h.gh.renameDefaultBranch('trunk');
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.dispatches.map((d) => d.ref)).toEqual(['main']); // not dispatched again: the live run is the round's
+    const state = h.state('issue-7');
+    const [b0, b1] = h.openEpisodes('issue-7');
+    if (!b0 || !b1) throw new Error('no episodes');
+    h.pushResult(state, b1, 50);
+    await h.jobCompleted('issue-7', b1.id, 'success', 'main');
+    await h.jobCompleted('issue-7', b0.id, 'failure', 'main');
+    expect(h.state('issue-7').rounds[0]?.episodes.find((e) => e.id === b0.id)?.result).toBeDefined();
+    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.runFiles('issue-7')?.dispatched['0']?.branch).toBe('main');
+  });
+  /**
+   * The owner turns Issues off for a while (a spam wave): GitHub answers 410 Gone ("Issues are
+   * disabled for this repo") for every issue endpoint, then turns them on again. The issue, its
+   * comments and its label are all still there.
+   */
+  async function issuesOffForAWhile(h: Harness): Promise<void> {
+    await h.label(7);
+    const state = h.state('issue-7');
+    for (const e of h.openEpisodes('issue-7')) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+    h.gh.inject = (_method, path) => (/\/issues(\/|$)/.test(path) ? 410 : null);
+    await nightlyTick(h.api(), h.clock).catch(() => {});
+    h.gh.inject = null;
+  }
+
+  it('issues turned off and on again: the status comment does not go on saying the round is running', async () => {
+    // Stopped for the 410, the run wrote on its issue no more, and once it was back its status
+    // said the round was running, for good (found by a review).
+    const h = await new Harness().load();
+    await issuesOffForAWhile(h);
+    expect(h.runFiles('issue-7')?.stopped).toBe(true);
+    await h.comment(7, '/autoresearch status');
+    expect(statusOf(h)).not.toMatch(/round 0 \(\w+\) running/);
+    expect(statusOf(h)).toMatch(/stopped/);
+  });
+
+  it('issues turned off and on again, then `/autoresearch resume`: the round it dispatches is not cancelled at once', async () => {
+    // The resume kept `issueGone`, and each sync wound down the round it had just dispatched: one
+    // resume burnt rounds 1 to 3 on cancelled jobs (found by a review).
+    const h = await new Harness().load();
+    await issuesOffForAWhile(h);
+    await h.comment(7, '/autoresearch resume');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+    expect(h.state('issue-7').rounds[1]?.episodes.map((e) => e.result)).toEqual([undefined]);
+    expect(h.runFiles('issue-7')?.issueGone).toBeUndefined();
+    expect(statusOf(h)).toMatch(/round 1 \(solo 1\) running/);
+  });
+
+  it("stops its run on the issues.deleted event when a bot deleted it: the round's jobs are cancelled at once", async () => {
+    // Events of bots were passed by, deletions too: an app's deletion (a moderation bot) left the
+    // round's jobs running to their end (found by a review). forkflush deletes no issue.
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.deleteIssue(7);
+    await h.send('issues', 'deleted', (p) => {
+      p.issue.number = 7;
+      p.sender.login = 'moderation-bot[bot]';
+      p.sender.type = 'Bot';
+    });
+    expect(h.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+    expect(h.gh.checkRuns.filter((c) => c.name !== 'forkflush').map((c) => c.conclusion)).toEqual(
+      h.state('issue-7').rounds[0]?.episodes.map(() => 'cancelled'),
+    );
+  });
+  it('says how to go on when its record cannot be saved, and offers no stop that could not be recorded', async () => {
+    // The stuck status offered `/autoresearch stop`, whose save fails on the same 403 (found by a review).
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.denied = (method, path) => method === 'POST' && /\/git\/(trees|commits)$/.test(path);
+    await h.jobCompleted('issue-7', 'r0.b0', 'failure', 'main').catch(() => {});
+    expect(statusOf(h)).toContain("stuck: forkflush could not save the run's record");
+    expect(statusOf(h)).toContain('give the app back its permissions (`contents: write`)');
+    expect(statusOf(h)).not.toContain('`/autoresearch stop`');
   });
 
   it('sealed by an earlier release (keyed by the name), is still read, and sealed by the id from then on', async () => {
