@@ -390,34 +390,6 @@ describe('a run record the app did not write', () => {
     expect(h.gh.comments.find((c) => c.issue === 7)?.body ?? '').not.toContain('stuck');
   });
 
-  it('a dispatch taken over after a rename keeps the branch its live run is on: its failed job (on main) still ends the episode', async () => {
-    // The handler that dispatched round 0 on main died before recording it, then the branch was
-    // renamed: the handler that took the claim over recorded trunk, not the live run's main, and
-    // the round's own jobs' events were ignored till its deadline (found by a review).
-    const h = await new Harness().load();
-    await h.label(7);
-    h.rewriteRecord(
-      'issue-7',
-      (run) => {
-        delete run.dispatched['0'];
-        run.claims['dispatch:0'] = h.clock.toISOString();
-      },
-      'the record a dead handler left',
-    );
-    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // its claim is stale now
-    h.gh.renameDefaultBranch('trunk');
-    await h.comment(7, '/autoresearch status');
-    expect(h.gh.dispatches.map((d) => d.ref)).toEqual(['main']); // not dispatched again: the live run is the round's
-    const state = h.state('issue-7');
-    const [b0, b1] = h.openEpisodes('issue-7');
-    if (!b0 || !b1) throw new Error('no episodes');
-    h.pushResult(state, b1, 50);
-    await h.jobCompleted('issue-7', b1.id, 'success', 'main');
-    await h.jobCompleted('issue-7', b0.id, 'failure', 'main');
-    expect(h.state('issue-7').rounds[0]?.episodes.find((e) => e.id === b0.id)?.result).toBeDefined();
-    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
-    expect(h.runFiles('issue-7')?.dispatched['0']?.branch).toBe('main');
-  });
   /**
    * The owner turns Issues off for a while (a spam wave): GitHub answers 410 Gone ("Issues are
    * disabled for this repo") for every issue endpoint, then turns them on again. The issue, its
