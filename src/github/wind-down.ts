@@ -1,11 +1,10 @@
 // What a stopped run ends on GitHub, once its record says it is stopped: a person's stop
 // (steer.ts), or its issue found deleted (sync.ts).
 import { checkExternalId, checkRunName, GITHUB } from '../core/names.js';
-import type { StoredRun } from './api.js';
-import type { SyncContext } from './sync.js';
+import type { GitHubApi, StoredRun } from './api.js';
 
 /** What a stop ends on GitHub: the round's jobs, the checks still waiting, the episodes' open pull requests. */
-export async function windDown(ctx: Pick<SyncContext, 'api' | 'now'>, next: Omit<StoredRun, 'sha'>): Promise<void> {
+export async function windDown(ctx: { api: GitHubApi; now: Date }, next: Omit<StoredRun, 'sha'>): Promise<void> {
   await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
   // Every check still waiting ends: an episode without a result, and one whose result was not
   // published yet (publishing completes the check; a resume publishes it over this).
