@@ -52422,7 +52422,7 @@ var GitHubApi = class {
   /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
   recordKeys(secret) {
     this.keys ??= (async () => {
-      const id = this.repositoryId ?? (await this.octokit.rest.repos.get(this.r)).data.id;
+      const id = this.repositoryId ?? (await this.repository()).id;
       const seal = repositoryKey(secret, { id });
       return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
     })();
@@ -52502,25 +52502,25 @@ Forkflush-Save: ${randomUUID()}`,
     });
   }
   // The repository.
-  /** The default branch, and whether the repository is private (contexts are kept by it). */
-  async repository() {
-    const { data } = await this.octokit.rest.repos.get(this.scope.r);
-    return { defaultBranch: data.default_branch, private: data.private };
-  }
-  branchNow = null;
+  repositoryRead = null;
   /**
-   * The default branch as it is now, read once per handler: a person may rename it mid-run (main
-   * -> trunk), and a dispatch or pull request on the name the run started with is refused for good.
+   * The repository as it is now, read once per handler: its id (the seal's key), its default
+   * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
+   * name the run started with is refused for good), and whether it is private (contexts are kept by it).
    */
-  defaultBranch() {
-    this.branchNow ??= this.repository().then(
-      (r) => r.defaultBranch,
+  repository() {
+    this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
+      ({ data }) => ({ id: data.id, defaultBranch: data.default_branch, private: data.private }),
       (e) => {
-        this.branchNow = null;
+        this.repositoryRead = null;
         throw e;
       }
     );
-    return this.branchNow;
+    return this.repositoryRead;
+  }
+  /** The default branch as it is now (repository()). */
+  async defaultBranch() {
+    return (await this.repository()).defaultBranch;
   }
   async readFile(path8, ref) {
     try {
