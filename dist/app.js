@@ -52422,7 +52422,7 @@ var GitHubApi = class {
   /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
   recordKeys(secret) {
     this.keys ??= (async () => {
-      const id = this.repositoryId ?? (await this.repository()).id;
+      const id = this.repositoryId ?? (await this.repositoryNow()).id;
       const seal = repositoryKey(secret, { id });
       return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
     })();
@@ -52508,7 +52508,7 @@ Forkflush-Save: ${randomUUID()}`,
    * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
    * name the run started with is refused for good), and whether it is private (contexts are kept by it).
    */
-  repository() {
+  repositoryNow() {
     this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
       ({ data }) => ({ id: data.id, defaultBranch: data.default_branch, private: data.private }),
       (e) => {
@@ -52518,7 +52518,12 @@ Forkflush-Save: ${randomUUID()}`,
     );
     return this.repositoryRead;
   }
-  /** The default branch as it is now (repository()). */
+  /** The default branch, and whether the repository is private. */
+  async repository() {
+    const { defaultBranch, private: isPrivate } = await this.repositoryNow();
+    return { defaultBranch, private: isPrivate };
+  }
+  /** The default branch as it is now (repositoryNow()). */
   async defaultBranch() {
     return (await this.repository()).defaultBranch;
   }

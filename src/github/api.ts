@@ -75,7 +75,7 @@ export class GitHubApi {
   /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
   private recordKeys(secret: Buffer): Promise<{ seal: Buffer; accepted: Buffer[] }> {
     this.keys ??= (async () => {
-      const id = this.repositoryId ?? (await this.repository()).id;
+      const id = this.repositoryId ?? (await this.repositoryNow()).id;
       const seal = repositoryKey(secret, { id });
       return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
     })();
@@ -177,7 +177,7 @@ export class GitHubApi {
    * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
    * name the run started with is refused for good), and whether it is private (contexts are kept by it).
    */
-  repository(): Promise<{ id: number; defaultBranch: string; private: boolean }> {
+  private repositoryNow(): Promise<{ id: number; defaultBranch: string; private: boolean }> {
     this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
       ({ data }) => ({ id: data.id, defaultBranch: data.default_branch, private: data.private }),
       (e: unknown) => {
@@ -188,7 +188,13 @@ export class GitHubApi {
     return this.repositoryRead;
   }
 
-  /** The default branch as it is now (repository()). */
+  /** The default branch, and whether the repository is private. */
+  async repository(): Promise<{ defaultBranch: string; private: boolean }> {
+    const { defaultBranch, private: isPrivate } = await this.repositoryNow();
+    return { defaultBranch, private: isPrivate };
+  }
+
+  /** The default branch as it is now (repositoryNow()). */
   async defaultBranch(): Promise<string> {
     return (await this.repository()).defaultBranch;
   }
