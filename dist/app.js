@@ -52007,10 +52007,12 @@ function onceMarker(key) {
 }
 var CLOCK_SLACK_MS = 5 * 6e4;
 var Issues = class {
-  constructor(scope) {
+  constructor(scope, fullName) {
     this.scope = scope;
+    this.fullName = fullName;
   }
   scope;
+  fullName;
   /** Whether the issue is open, and its labels; null when there is none. */
   async get(issue2) {
     try {
@@ -52024,12 +52026,17 @@ var Issues = class {
   }
   /**
    * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
-   * are turned off for the repository (a 404 says no more than "not seen").
+   * are turned off for the repository (a 404 says no more than "not seen"). One transferred answers
+   * 301, which fetch follows to the issue it became: another number, or another repository's (the
+   * repository's own rename redirects too, to the same issue of the same repository).
    */
   async gone(issue2) {
     try {
-      await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
-      return false;
+      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
+      if (data.number !== issue2) return true;
+      const at = new URL(data.repository_url).pathname.toLowerCase();
+      const named = (name) => at.endsWith(`/repos/${name.toLowerCase()}`);
+      return !named(`${this.scope.r.owner}/${this.scope.r.repo}`) && !named(await this.fullName());
     } catch (e) {
       if (status(e) === 410) return true;
       if (status(e) === 404) return false;
@@ -52398,7 +52405,7 @@ var GitHubApi = class {
     this.recordKey = recordKey;
     this.scope = new RepoScope(octokit, owner, repo);
     this.checks = new CheckRuns(this.scope);
-    this.issues = new Issues(this.scope);
+    this.issues = new Issues(this.scope, async () => (await this.repositoryNow()).fullName);
     this.pulls = new PullRequests(this.scope, this.issues);
     this.workflows = new Workflows(this.scope);
   }
@@ -52510,7 +52517,12 @@ Forkflush-Save: ${randomUUID()}`,
    */
   repositoryNow() {
     this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
-      ({ data }) => ({ id: data.id, defaultBranch: data.default_branch, private: data.private }),
+      ({ data }) => ({
+        id: data.id,
+        fullName: data.full_name,
+        defaultBranch: data.default_branch,
+        private: data.private
+      }),
       (e) => {
         this.repositoryRead = null;
         throw e;
@@ -55106,7 +55118,8 @@ async function syncStored(ctx, stored) {
       completed.push(...await completeOrphanChecks(api, files, now));
       await present(api, state, files, now);
     } catch (e) {
-      if (status(e) === 410) stopForGoneIssue();
+      if (status(e) === 410 || status(e) === 404 && await api.issues.gone(files.issue).catch(() => false))
+        stopForGoneIssue();
       else failure2 ??= e;
     }
   }
@@ -56190,7 +56203,7 @@ async function onPullLabeled(ctxOf, context) {
 async function onStopEvent(ctxOf, context) {
   const p = context.payload;
   if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  if (p.sender.type === "Bot" && p.action !== "deleted") return;
+  if (p.sender.type === "Bot" && p.action !== "deleted" && p.action !== "transferred") return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;
@@ -56538,7 +56551,10 @@ function forkflushApp(options2 = {}) {
   return (app) => {
     app.on("issues.labeled", (context) => onIssueLabeled(ctxOf, context));
     app.on("pull_request.labeled", (context) => onPullLabeled(ctxOf, context));
-    app.on(["issues.unlabeled", "issues.closed", "issues.deleted"], (context) => onStopEvent(ctxOf, context));
+    app.on(
+      ["issues.unlabeled", "issues.closed", "issues.deleted", "issues.transferred"],
+      (context) => onStopEvent(ctxOf, context)
+    );
     app.on("issue_comment.created", (context) => onComment(ctxOf, context));
     app.on("pull_request_review.submitted", (context) => onReview(ctxOf, context));
     app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));

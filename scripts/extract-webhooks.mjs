@@ -29,6 +29,7 @@ export const WEBHOOKS = [
   'issues-deleted',
   'issues-labeled',
   'issues-reopened',
+  'issues-transferred',
   'issues-unlabeled',
   'ping',
   'pull-request-closed',

@@ -31,7 +31,9 @@ export function forkflushApp(options: AppOptions = {}) {
   return (app: Probot) => {
     app.on('issues.labeled', (context) => onIssueLabeled(ctxOf, context));
     app.on('pull_request.labeled', (context) => onPullLabeled(ctxOf, context));
-    app.on(['issues.unlabeled', 'issues.closed', 'issues.deleted'], (context) => onStopEvent(ctxOf, context));
+    app.on(['issues.unlabeled', 'issues.closed', 'issues.deleted', 'issues.transferred'], (context) =>
+      onStopEvent(ctxOf, context),
+    );
     app.on('issue_comment.created', (context) => onComment(ctxOf, context));
     app.on('pull_request_review.submitted', (context) => onReview(ctxOf, context));
     app.on('workflow_job.completed', (context) => onJobCompleted(ctxOf, context));

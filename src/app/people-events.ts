@@ -47,17 +47,23 @@ export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_req
 }
 
 /**
- * Removing the label (or, from a finished run, its done label), closing the issue or deleting it
- * stops a run, finished ones too (no more rounds after the plan); the lineage and best refs stay.
+ * Removing the label (or, from a finished run, its done label), closing the issue, deleting it or
+ * moving it to another repository stops a run, finished ones too (no more rounds after the plan);
+ * the lineage and best refs stay. A moved issue's run stays in this repository, with its branches
+ * and record, and no issue here to steer it.
  */
 export async function onStopEvent(
   ctxOf: ContextOf,
-  context: Context<'issues.unlabeled'> | Context<'issues.closed'> | Context<'issues.deleted'>,
+  context:
+    | Context<'issues.unlabeled'>
+    | Context<'issues.closed'>
+    | Context<'issues.deleted'>
+    | Context<'issues.transferred'>,
 ): Promise<void> {
   const p = context.payload;
   if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  // The app's own label changes are not a stop; a deletion, by whomever, is (forkflush deletes none).
-  if (p.sender.type === 'Bot' && p.action !== 'deleted') return;
+  // The app's own label changes are not a stop; a deletion or a move, by whomever, is (forkflush makes neither).
+  if (p.sender.type === 'Bot' && p.action !== 'deleted' && p.action !== 'transferred') return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;

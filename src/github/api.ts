@@ -29,6 +29,14 @@ export interface TreeFile {
   sha: string;
 }
 
+/** The repository as read once per handler (GithubApi.repositoryNow). */
+interface RepositoryNow {
+  id: number;
+  fullName: string;
+  defaultBranch: string;
+  private: boolean;
+}
+
 export interface StoredRun {
   state: RunState;
   files: GitHubRunRecord;
@@ -62,7 +70,7 @@ export class GitHubApi {
     this.recordKey = recordKey;
     this.scope = new RepoScope(octokit, owner, repo);
     this.checks = new CheckRuns(this.scope);
-    this.issues = new Issues(this.scope);
+    this.issues = new Issues(this.scope, async () => (await this.repositoryNow()).fullName);
     this.pulls = new PullRequests(this.scope, this.issues);
     this.workflows = new Workflows(this.scope);
   }
@@ -170,16 +178,21 @@ export class GitHubApi {
 
   // The repository.
 
-  private repositoryRead: Promise<{ id: number; defaultBranch: string; private: boolean }> | null = null;
+  private repositoryRead: Promise<RepositoryNow> | null = null;
 
   /**
    * The repository as it is now, read once per handler: its id (the seal's key), its default
    * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
    * name the run started with is refused for good), and whether it is private (contexts are kept by it).
    */
-  private repositoryNow(): Promise<{ id: number; defaultBranch: string; private: boolean }> {
+  private repositoryNow(): Promise<RepositoryNow> {
     this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
-      ({ data }) => ({ id: data.id, defaultBranch: data.default_branch, private: data.private }),
+      ({ data }) => ({
+        id: data.id,
+        fullName: data.full_name,
+        defaultBranch: data.default_branch,
+        private: data.private,
+      }),
       (e: unknown) => {
         this.repositoryRead = null;
         throw e;

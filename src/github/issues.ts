@@ -13,7 +13,11 @@ export function onceMarker(key: string): string {
 const CLOCK_SLACK_MS = 5 * 60_000;
 
 export class Issues {
-  constructor(private readonly scope: RepoScope) {}
+  constructor(
+    private readonly scope: RepoScope,
+    /** The repository's `owner/name` as it is now (a rename redirects its old name). */
+    private readonly fullName: () => Promise<string>,
+  ) {}
 
   /** Whether the issue is open, and its labels; null when there is none. */
   async get(issue: number): Promise<{ open: boolean; labels: string[] } | null> {
@@ -29,12 +33,17 @@ export class Issues {
 
   /**
    * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
-   * are turned off for the repository (a 404 says no more than "not seen").
+   * are turned off for the repository (a 404 says no more than "not seen"). One transferred answers
+   * 301, which fetch follows to the issue it became: another number, or another repository's (the
+   * repository's own rename redirects too, to the same issue of the same repository).
    */
   async gone(issue: number): Promise<boolean> {
     try {
-      await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue });
-      return false;
+      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue });
+      if (data.number !== issue) return true;
+      const at = new URL(data.repository_url).pathname.toLowerCase();
+      const named = (name: string) => at.endsWith(`/repos/${name.toLowerCase()}`);
+      return !named(`${this.scope.r.owner}/${this.scope.r.repo}`) && !named(await this.fullName());
     } catch (e) {
       if (status(e) === 410) return true;
       if (status(e) === 404) return false;

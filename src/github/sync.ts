@@ -131,7 +131,9 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       completed.push(...(await completeOrphanChecks(api, files, now)));
       await present(api, state, files, now);
     } catch (e) {
-      if (status(e) === 410) stopForGoneIssue();
+      // Gone (410), or maybe moved: a transferred issue's comments answer 404, where it can be read.
+      if (status(e) === 410 || (status(e) === 404 && (await api.issues.gone(files.issue).catch(() => false))))
+        stopForGoneIssue();
       else failure ??= e;
     }
   }

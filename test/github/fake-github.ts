@@ -203,6 +203,8 @@ export class FakeGitHub {
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
   /** Issues an admin deleted (deleteIssue): GitHub answers 410 for each, its comments are gone. */
   readonly deletedIssues = new Set<number>();
+  /** Issues moved to another repository (transferIssue): the issue each became there. */
+  readonly transferredIssues = new Map<number, { repository: string; id: number; number: number }>();
   /** The repository's default branch (renameDefaultBranch moves it as GitHub's settings do). */
   defaultBranch = 'main';
   readonly labels = new Map<number, Set<string>>();
@@ -320,6 +322,39 @@ export class FakeGitHub {
     this.labels.delete(issue);
     for (let i = this.comments.length - 1; i >= 0; i--)
       if (this.comments[i]?.issue === issue) this.comments.splice(i, 1);
+  }
+
+  /**
+   * A person moves an issue to another repository (`owner/name`), where it becomes issue `number`:
+   * its comments go with it. GitHub answers 301 for it here, to the issue it became, which this
+   * installation can read; writes to it here answer 404.
+   */
+  transferIssue(issue: number, to: { repository: string; number: number }): void {
+    this.transferredIssues.set(issue, { ...to, id: FAKE_REPOSITORY_ID + 1 });
+    for (let i = this.comments.length - 1; i >= 0; i--)
+      if (this.comments[i]?.issue === issue) this.comments.splice(i, 1);
+  }
+
+  /** The answer for a moved issue (transferIssue), here or where it went; null for any other request. */
+  private movedIssue(method: string, path: string): Reply | null {
+    const there = /^\/repositories\/(\d+)\/issues\/(\d+)(\/.*)?$/.exec(path);
+    if (there) {
+      const [from, to] =
+        [...this.transferredIssues].find(([, t]) => t.id === Number(there[1]) && t.number === Number(there[2])) ?? [];
+      if (from === undefined || !to || method !== 'GET') return { status: 404, body: error(404, 'Not Found') };
+      if (there[3] === '/comments') return { status: 200, body: [] };
+      if (there[3]) return { status: 404, body: error(404, 'Not Found') };
+      const url = `${API}/repos/${to.repository}`;
+      const issue = { ...this.issue(from), number: to.number, repository_url: url, url: `${url}/issues/${to.number}` };
+      return { status: 200, body: { ...issue, html_url: `${WEB}/${to.repository}/issues/${to.number}` } };
+    }
+    const here = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)(\/.*)?$/.exec(path);
+    const to = here && this.transferredIssues.get(Number(here[1]));
+    if (!here || !to) return null;
+    if (method !== 'GET') return { status: 404, body: error(404, 'Not Found') };
+    // Relative to the box's API root (box.ts serves the fake under /api/v3).
+    const location = `/api/v3/repositories/${to.id}/issues/${to.number}${here[2] ?? ''}`;
+    return { status: 301, body: error(301, 'Moved Permanently'), headers: { location } };
   }
 
   /** The default branch renamed, as GitHub's settings do: the old name is gone, its commits now under the new. */
@@ -750,6 +785,8 @@ export class FakeGitHub {
     this.log.push(`${method} ${url.pathname}`);
     const refused = this.authenticate(url.pathname, headers.authorization);
     if (refused) return refused;
+    const moved = this.movedIssue(method, url.pathname);
+    if (moved) return moved;
     const parsed = typeof body === 'string' && body !== '' ? JSON.parse(body) : body === '' ? undefined : body;
     const checked = this.validate
       ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })

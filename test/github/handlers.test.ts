@@ -443,6 +443,48 @@ describe('a run record the app did not write', () => {
       h.state('issue-7').rounds[0]?.episodes.map(() => 'cancelled'),
     );
   });
+  it('stops when its issue is moved to another repository: on the event, and with the event lost', async () => {
+    // A moved issue answers 301 to the issue it became: the run went on dispatching rounds here,
+    // with no issue to see or stop it (its comments and commands are in the other repository).
+    const h = await new Harness().load();
+    await h.label(7);
+    h.gh.transferIssue(7, { repository: 'acme/elsewhere', number: 3 });
+    await h.send('issues', 'transferred', (p) => {
+      p.issue.number = 7;
+      p.sender.login = 'triage-bot[bot]';
+      p.sender.type = 'Bot';
+    });
+    expect(h.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+    expect(h.gh.checkRuns.filter((c) => c.name !== 'forkflush').map((c) => c.conclusion)).toEqual(
+      h.state('issue-7').rounds[0]?.episodes.map(() => 'cancelled'),
+    );
+    // The event lost: found at the next dispatch (the moved issue's number), or while the round runs
+    // (its status comment answers 404, and the issue is then read: another repository's).
+    for (const dispatchDue of [true, false]) {
+      const h2 = await new Harness().load();
+      await h2.label(7);
+      h2.gh.transferIssue(7, { repository: 'acme/elsewhere', number: 7 });
+      const state = h2.state('issue-7');
+      const episodes = h2.openEpisodes('issue-7').slice(0, dispatchDue ? undefined : 1);
+      for (const e of episodes) h2.pushResult(state, e, 50);
+      expect(await nightlyTick(h2.api(), h2.clock).then(() => null, String)).toBeNull();
+      expect(h2.runFiles('issue-7')).toMatchObject({ stopped: true, issueGone: expect.any(String) });
+      expect(h2.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0']);
+      expect(await nightlyTick(h2.api(), h2.clock).then(() => null, String)).toBeNull();
+    }
+  });
+
+  it('takes an issue of its repository renamed since the event for its own, not for one moved away', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    // A handler still on the old name: GitHub answers with the issue under the new one.
+    const api = h.api();
+    (h.gh as unknown as { repo: string }).repo = 'octo-renamed';
+    expect(await api.issues.gone(7)).toBe(false);
+    h.gh.transferIssue(7, { repository: 'acme/elsewhere', number: 7 });
+    expect(await api.issues.gone(7)).toBe(true);
+  });
+
   it('says how to go on when its record cannot be saved, and offers no stop that could not be recorded', async () => {
     // The stuck status offered `/autoresearch stop`, whose save fails on the same 403 (found by a review).
     const h = await new Harness().load();

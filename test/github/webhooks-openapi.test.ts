@@ -59,6 +59,11 @@ const KNOWN_DISAGREEMENTS: Record<string, string[]> = {
     "webhook issue-comment-created: body/issue must have required property 'reactions'",
     "webhook issue-comment-created: body/issue/labels/0 must have required property 'description'",
   ],
+  // From before repositories carried has_discussions (2022), and with an empty homepage (GitHub's is null or a URL).
+  'issues.transferred#21': [
+    "webhook issues-transferred: body/changes/new_repository must have required property 'has_discussions'",
+    'webhook issues-transferred: body/repository/homepage must match format "uri"',
+  ],
   // Both from before repositories carried has_discussions (2022).
   'pull_request.labeled#8': [
     "webhook pull-request-labeled: body/pull_request/base/repo must have required property 'has_discussions'",
