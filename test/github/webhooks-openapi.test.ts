@@ -185,8 +185,8 @@ describe('checkWebhook', () => {
   });
 
   it('says when the subset has no schema for the event and action', () => {
-    expect(checkWebhook('issues', { action: 'transferred' })).toEqual([
-      'webhook issues-transferred: not in webhooks-subset.json (X-GitHub-Event issues, body/action "transferred"); add it to WEBHOOKS in scripts/extract-webhooks.mjs and run it',
+    expect(checkWebhook('issues', { action: 'pinned' })).toEqual([
+      'webhook issues-pinned: not in webhooks-subset.json (X-GitHub-Event issues, body/action "pinned"); add it to WEBHOOKS in scripts/extract-webhooks.mjs and run it',
     ]);
     expect(checkWebhook('push', {})).toEqual([
       'webhook push: not in webhooks-subset.json (X-GitHub-Event push, no body/action); add it to WEBHOOKS in scripts/extract-webhooks.mjs and run it',
