@@ -52596,14 +52596,16 @@ Forkflush-Save: ${randomUUID()}`,
   }
   /**
    * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
-   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
+   * a fast-forward, so a ref that moved elsewhere meanwhile (or was deleted) is never overwritten.
+   * Any other refusal (a ruleset's "Repository rule violations found") is thrown as GitHub said it.
    */
   async fastForward(ref, sha2) {
     try {
       await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
       return "moved";
     } catch (e) {
-      if (status(e) === 422) return "diverged";
+      const said = e instanceof Error ? e.message : "";
+      if (status(e) === 422 && /not a fast.?forward|reference does not exist/i.test(said)) return "diverged";
       throw e;
     }
   }
@@ -54609,13 +54611,14 @@ async function saveDone(api, state, mine, released, expected2, completedChecks =
   let candidate = { state, files: mine, sha: expected2 };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      return await api.saveRun(
+      const sha2 = await api.saveRun(
         stateRef(state.id),
         candidate.state,
         candidate.files,
         candidate.sha,
         "forkflush: work done"
       );
+      return { ...candidate, sha: sha2 };
     } catch (e) {
       if (!(e instanceof ConflictError)) throw e;
       const latest = await api.loadRun(stateRef(state.id));
@@ -55123,8 +55126,9 @@ async function syncStored(ctx, stored) {
       else failure2 ??= e;
     }
   }
+  let saved = null;
   if (JSON.stringify(files) !== claimed) {
-    await saveDone(
+    saved = await saveDone(
       api,
       state,
       files,
@@ -55135,6 +55139,10 @@ async function syncStored(ctx, stored) {
     );
   }
   if (stoppedHere) await windDown(ctx, { state, files });
+  else if (saved?.files.stopped && !files.stopped && work.length > 0) {
+    await windDown(ctx, saved);
+    await syncOrYield(ctx, saved);
+  }
   if (failure2) throw failure2;
   return state;
 }
@@ -55172,7 +55180,10 @@ async function completeOrphanChecks(api, files, now) {
 }
 async function present(api, state, files, now) {
   const view = viewOf(state, files);
-  await updateComment(api, state, files, view);
+  const commented = await updateComment(api, state, files, view).then(
+    () => null,
+    (e) => status(e) === 403 && /\blocked\b/i.test(String(e.message)) ? null : e
+  );
   const check2 = files.runCheck;
   if (check2) {
     const { digest, ...fields } = runCheckFields(state, files, now);
@@ -55192,6 +55203,7 @@ ${body}`);
       files.resultDigest = digest;
     }
   }
+  if (commented) throw commented;
 }
 async function updateComment(api, state, files, view) {
   const phase = phaseOf(state, files);
@@ -55837,7 +55849,12 @@ async function startExisting(ctx, existing, asked) {
     return { state: await setStopped(ctx, existing, false, asked) };
   }
   const next = await amendOnce(ctx.api, existing, "forkflush: labelled", asked.keys, (s) => s);
-  return { state: next ? await syncOrYield(ctx, next) : null };
+  const state = next ? await syncOrYield(ctx, next) : null;
+  if (next && !next.files.stopped && next.state.status === "finished")
+    return {
+      problem: "this issue's run is finished. `/autoresearch fork` runs one more fork round of it; a new issue starts a new run."
+    };
+  return { state };
 }
 async function overridesFor(api, issue2, asked, requested) {
   const inText = requested ? null : overridesInText(issue2.body ?? "");
@@ -56203,7 +56220,8 @@ async function onPullLabeled(ctxOf, context) {
 async function onStopEvent(ctxOf, context) {
   const p = context.payload;
   if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  if (p.sender.type === "Bot" && p.action !== "deleted" && p.action !== "transferred") return;
+  const ownSwap = p.action === "unlabeled" && p.label?.name === GITHUB.label && (p.issue.labels ?? []).some((l) => l.name === GITHUB.doneLabel);
+  if (p.sender.type === "Bot" && (p.action === "closed" || ownSwap)) return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;

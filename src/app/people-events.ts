@@ -62,8 +62,14 @@ export async function onStopEvent(
 ): Promise<void> {
   const p = context.payload;
   if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  // The app's own label changes are not a stop; a deletion or a move, by whomever, is (forkflush makes neither).
-  if (p.sender.type === 'Bot' && p.action !== 'deleted' && p.action !== 'transferred') return;
+  // The app's own label change is not a stop: it takes `autoresearch` off once it put the done label on
+  // (with GITHUB_TOKEN the app is github-actions[bot], as a team's own workflow is). Any other
+  // bot's is (a team's issue automation), as is a deletion or a move, by whomever.
+  const ownSwap =
+    p.action === 'unlabeled' &&
+    p.label?.name === GITHUB.label &&
+    (p.issue.labels ?? []).some((l) => l.name === GITHUB.doneLabel);
+  if (p.sender.type === 'Bot' && (p.action === 'closed' || ownSwap)) return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
   if (!stored || stored.files.stopped) return;

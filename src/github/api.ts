@@ -280,14 +280,16 @@ export class GitHubApi {
 
   /**
    * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
-   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
+   * a fast-forward, so a ref that moved elsewhere meanwhile (or was deleted) is never overwritten.
+   * Any other refusal (a ruleset's "Repository rule violations found") is thrown as GitHub said it.
    */
   async fastForward(ref: string, sha: string): Promise<'moved' | 'diverged'> {
     try {
       await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ''), sha, force: false });
       return 'moved';
     } catch (e) {
-      if (status(e) === 422) return 'diverged';
+      const said = e instanceof Error ? e.message : '';
+      if (status(e) === 422 && /not a fast.?forward|reference does not exist/i.test(said)) return 'diverged';
       throw e;
     }
   }

@@ -5,7 +5,7 @@ import type { GitHubView, RunPhase } from '../core/github-text.js';
 import { type RefsLayout, type RunRefs, refName, runRefs, stateRef } from '../core/names.js';
 import { findEpisode, type RunState } from '../core/state.js';
 import type { WorkDone } from '../core/work.js';
-import type { GitHubApi, GitHubRunRecord } from './api.js';
+import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { ConflictError } from './requests.js';
 
 /** Where the run keeps its work: records made before there was a choice are layout 1. */
@@ -87,17 +87,18 @@ export async function saveDone(
   completedChecks: readonly number[] = [],
   /** This handler stopped the run (its issue gone): the stop stands over what saved meanwhile. */
   stopped = false,
-): Promise<string> {
+): Promise<StoredRun> {
   let candidate = { state, files: mine, sha: expected };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      return await api.saveRun(
+      const sha = await api.saveRun(
         stateRef(state.id),
         candidate.state,
         candidate.files,
         candidate.sha,
         'forkflush: work done',
       );
+      return { ...candidate, sha };
     } catch (e) {
       if (!(e instanceof ConflictError)) throw e;
       const latest = await api.loadRun(stateRef(state.id));

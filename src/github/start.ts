@@ -113,7 +113,14 @@ async function startExisting(
   }
   // Running or finished: the event is recorded, so that a replay of it after a stop resumes nothing.
   const next = await amendOnce(ctx.api, existing, 'forkflush: labelled', asked.keys, (s) => s);
-  return { state: next ? await syncOrYield(ctx, next) : null };
+  const state = next ? await syncOrYield(ctx, next) : null;
+  // Labelled again after its end ("another go"): told what does that, not passed over in silence.
+  if (next && !next.files.stopped && next.state.status === 'finished')
+    return {
+      problem:
+        "this issue's run is finished. `/autoresearch fork` runs one more fork round of it; a new issue starts a new run.",
+    };
+  return { state };
 }
 
 /**

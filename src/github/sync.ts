@@ -138,8 +138,9 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     }
   }
   // 4. What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
+  let saved: StoredRun | null = null;
   if (JSON.stringify(files) !== claimed) {
-    await saveDone(
+    saved = await saveDone(
       api,
       state,
       files,
@@ -151,6 +152,12 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   }
   // Stopped by this sync: what the run still had going ends as at a person's stop.
   if (stoppedHere) await windDown(ctx, { state, files });
+  // Stopped by a person while this handler worked (a round dispatched as the label came off): the
+  // stop's wind-down could not see what this one started. It ends now, and the issue says stopped.
+  else if (saved?.files.stopped && !files.stopped && work.length > 0) {
+    await windDown(ctx, saved);
+    await syncOrYield(ctx, saved);
+  }
   if (failure) throw failure;
   return state;
 }
@@ -217,7 +224,13 @@ async function completeOrphanChecks(api: GitHubApi, files: GitHubRunRecord, now:
  */
 async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, now: Date): Promise<void> {
   const view = viewOf(state, files);
-  await updateComment(api, state, files, view);
+  // A comment refused (the issue locked, or gone) does not keep the run's check and pull request from saying
+  // where the run stands: they are written first, and the refusal after. A lock alone fails nothing:
+  // the status is written once the issue is unlocked.
+  const commented = await updateComment(api, state, files, view).then(
+    () => null,
+    (e: unknown) => (status(e) === 403 && /\blocked\b/i.test(String((e as Error).message)) ? null : e),
+  );
   // The run's check: in progress while rounds run, then the result (made by the first round).
   const check = files.runCheck;
   if (check) {
@@ -241,6 +254,7 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
       files.resultDigest = digest;
     }
   }
+  if (commented) throw commented;
 }
 
 /** The issue comment that says where the run stands, edited only when what it says changed. */

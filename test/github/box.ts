@@ -202,6 +202,8 @@ export class GitHubBox {
       p.issue.number = subject.issue;
       delete p.issue.pull_request;
       p.label = { ...(p.label ?? p.issue.labels?.[0]), name: subject.label };
+      // The issue's labels as they are once the change is made, as GitHub sends them.
+      p.issue.labels = [...(this.gh.labels.get(subject.issue) ?? [])].map((name) => ({ ...p.label, name }));
     });
   }
 

@@ -471,6 +471,18 @@ export class Harness {
     return true;
   }
 
+  /** Plays every round dispatched to the run's end: each job pushes its score (1 by default), then reports completed. */
+  async playToEnd(run: string, score: (episode: string) => number = () => 1): Promise<void> {
+    for (let guard = 0; guard < 50; guard++) {
+      const state = this.state(run);
+      const open = state.rounds.find((r) => !r.decision);
+      if (state.status === 'finished' || !open) return;
+      for (const e of open.episodes) if (!e.result) this.pushResult(state, e, score(e.id));
+      for (const e of open.episodes) await this.jobCompleted(run, e.id);
+    }
+    throw new Error(`${run} did not finish`);
+  }
+
   /** The open round's episodes, as the app dispatched them. */
   openEpisodes(run: string): Episode[] {
     return this.state(run).rounds.find((r) => !r.decision)?.episodes ?? [];

@@ -16,18 +16,6 @@ const issueText = (h: Harness) =>
     .map((c) => c.body)
     .join('\n');
 
-/** Plays every dispatched round of a run: each job pushes a score, then reports completed. */
-async function playToEnd(h: Harness, run = RUN) {
-  for (let guard = 0; guard < 50; guard++) {
-    const state = h.state(run);
-    const open = state.rounds.find((r) => !r.decision);
-    if (state.status === 'finished' || !open) return;
-    for (const e of open.episodes) if (!e.result) h.pushResult(state, e, 1);
-    for (const e of open.episodes) await h.jobCompleted(run, e.id);
-  }
-  throw new Error('the run did not finish');
-}
-
 describe('overnight: a mistake found before the whole budget is spent', () => {
   it('a grader that scores neither the initial workspace nor any branch of the opening round stops the run', async () => {
     const h = await new Harness().load();
@@ -135,7 +123,7 @@ async function finishedNightlyRun(more = ''): Promise<Harness> {
     'grade.mjs': 'x',
   }).load();
   await h.label(7);
-  await playToEnd(h);
+  await h.playToEnd(RUN);
   return h;
 }
 
@@ -143,7 +131,7 @@ describe('overnight: the nightly rounds', () => {
   it('keep to limits.runs_per_repo: the nightly tick does not set more runs going at once than it allows', async () => {
     const h = await finishedNightlyRun('limits:\n  runs_per_repo: 1\n');
     await h.label(8);
-    await playToEnd(h, 'issue-8');
+    await h.playToEnd('issue-8');
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
     await nightlyTick(h.api(), h.clock);
     const running = ['issue-7', 'issue-8'].filter((run) => h.state(run).status === 'running');
@@ -155,7 +143,7 @@ describe('overnight: the nightly rounds', () => {
     // The next nights they take turns: the run that waited goes first, not the first listed.
     const rounds: string[] = [];
     for (let night = 2; night <= 4; night++) {
-      for (const run of ['issue-7', 'issue-8']) await playToEnd(h, run);
+      for (const run of ['issue-7', 'issue-8']) await h.playToEnd(run);
       h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
       await nightlyTick(h.api(), h.clock);
       rounds.push(['issue-7', 'issue-8'].filter((run) => h.state(run).status === 'running').join());
@@ -353,7 +341,7 @@ describe('overnight: a green check means something was gained', () => {
     // The job that grades the initial workspace fails (a runner lost at 3 a.m.): no baseline.
     await h.jobCompleted(RUN, 'base', 'failure');
     expect(h.state(RUN).base.score).toBeNull();
-    await playToEnd(h);
+    await h.playToEnd(RUN);
     expect(h.state(RUN).status).toBe('finished');
     // Nothing says any episode beat the workspace it started from.
     const check = h.gh.checkRuns.find((c) => c.name === 'forkflush');
