@@ -1,10 +1,9 @@
 // The people and the repository around a run change things while it runs, overnight, with nobody
 // watching: a stop landing during a dispatch, a locked issue, a finished run labelled again, a
-// ruleset on the result branch, a team's bot taking the label off. Each row failed before its fix
-// (found by a review); its comment says what a team saw go wrong.
+// team's bot taking the label off. Each row failed before its fix (found by a review); its comment
+// says what a team saw go wrong.
 import { describe, expect, it } from 'vitest';
-import { nightlyTick } from '../../src/app/app.js';
-import { CONFIG, Harness } from './harness.js';
+import { Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -47,17 +46,6 @@ function lockIssue(h: Harness, issue: number): () => void {
   return () => {
     gh.handle = handle;
   };
-}
-
-/** A run of issue 7 with nightly rounds, played to its end. */
-async function finishedNightlyRun(): Promise<Harness> {
-  const h = await new Harness({
-    '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
-    'grade.mjs': 'x',
-  }).load();
-  await h.label(7);
-  await h.playToEnd(RUN);
-  return h;
 }
 
 describe('a stop that lands while a round is being dispatched', () => {
@@ -146,62 +134,6 @@ describe('a label put back on a finished run', () => {
     expect(h.gh.dispatches).toHaveLength(dispatched);
     const answers = h.gh.comments.filter((c) => c.issue === 7).slice(before);
     expect(answers.map((c) => c.body).join('\n')).toMatch(/`\/autoresearch fork`/);
-  });
-});
-
-/**
- * An admin adds a ruleset overnight that covers every branch (say, "Require signed commits"):
- * GitHub refuses the app's update of `ref` with 422 "Repository rule violations found".
- */
-function rulesetOn(h: Harness, ref: string): void {
-  const gh = h.gh;
-  const handle = gh.handle.bind(gh);
-  gh.handle = (method, uri, body, headers) => {
-    const path = decodeURIComponent(new URL(uri, 'https://api.github.com').pathname);
-    if (method === 'PATCH' && path.endsWith(`/git/${ref}`)) {
-      gh.log.push(`${method} ${path} (ruleset)`);
-      return {
-        status: 422,
-        body: {
-          message: 'Repository rule violations found\n\nCommits must have verified signatures.\n\n',
-          documentation_url: 'https://docs.github.com/rest/git/refs#update-a-reference',
-          status: '422',
-        },
-      };
-    }
-    return handle(method, uri, body, headers);
-  };
-}
-
-describe('a ruleset added mid-run', () => {
-  it("a ruleset refusing the result branch's update is said as GitHub's refusal, not as someone's commits on the branch", async () => {
-    // A night's round finds a better result; moving `forkflush/issue-7/result` to it is refused by
-    // a ruleset the admin added that evening. The app takes every 422 of a ref update for "the
-    // branch moved elsewhere" and tells the team, wrongly, that the result branch "has commits
-    // forkflush did not make": merge them in or delete the branch. Nobody pushed to it. A team that
-    // deletes the branch as told loses the draft pull request's branch, and the run stays stuck
-    // (the creation is refused as well). Expected: the issue quotes GitHub's refusal (the rule).
-    const h = await finishedNightlyRun();
-    const ref = 'refs/heads/forkflush/issue-7/result';
-    const head = h.gh.refs.get(ref);
-    expect(head).toBeDefined();
-    rulesetOn(h, ref);
-    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.api(), h.clock);
-    const state = h.state(RUN);
-    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 9);
-    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id).catch(() => {});
-    expect(h.state(RUN).best?.score).toBe(9);
-    // Nobody pushed to the branch: it is where forkflush left it.
-    expect(h.gh.refs.get(ref)).toBe(head);
-    const said = h.gh.comments
-      .filter((c) => c.issue === 7)
-      .map((c) => c.body)
-      .join('\n');
-    expect({
-      blamesAPush: said.includes('has commits forkflush did not make'),
-      quotesTheRule: said.includes('Repository rule violations found'),
-    }).toEqual({ blamesAPush: false, quotesTheRule: true });
   });
 });
 

@@ -16,6 +16,16 @@ const issueText = (h: Harness) =>
     .map((c) => c.body)
     .join('\n');
 
+/** The next night's round finds a better result (9), its jobs ending as they may. */
+async function betterResultTonight(h: Harness): Promise<void> {
+  h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+  await nightlyTick(h.api(), h.clock);
+  const state = h.state(RUN);
+  for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 9);
+  for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id).catch(() => {});
+  expect(h.state(RUN).best?.score).toBe(9);
+}
+
 describe('overnight: a mistake found before the whole budget is spent', () => {
   it('a grader that scores neither the initial workspace nor any branch of the opening round stops the run', async () => {
     const h = await new Harness().load();
@@ -159,12 +169,7 @@ describe('overnight: the nightly rounds', () => {
     const files = { ...h.gh.commits.get(head)?.files, 'TYPO.md': 'fixed\n' };
     h.gh.refs.set(ref, h.gh.commit({ message: 'fix a typo', parents: [head], files }));
     // The night's round finds a better result.
-    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.api(), h.clock);
-    const state = h.state(RUN);
-    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 9);
-    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id).catch(() => {});
-    expect(h.state(RUN).best?.score).toBe(9);
+    await betterResultTonight(h);
     // The draft pull request the team merges must not claim a result its branch does not hold...
     const holdsBest = h.gh.refs.get(ref) === h.state(RUN).lineages[0]?.head;
     expect({ title: h.gh.pulls[0]?.title, holdsBest }).not.toEqual({
@@ -346,5 +351,53 @@ describe('overnight: a green check means something was gained', () => {
     // Nothing says any episode beat the workspace it started from.
     const check = h.gh.checkRuns.find((c) => c.name === 'forkflush');
     expect(check?.conclusion).not.toBe('success');
+  });
+});
+
+/**
+ * An admin adds a ruleset overnight that covers every branch (say, "Require signed commits"):
+ * GitHub refuses the app's update of `ref` with 422 "Repository rule violations found".
+ */
+function rulesetOn(h: Harness, ref: string): void {
+  const gh = h.gh;
+  const handle = gh.handle.bind(gh);
+  gh.handle = (method, uri, body, headers) => {
+    const path = decodeURIComponent(new URL(uri, 'https://api.github.com').pathname);
+    if (method === 'PATCH' && path.endsWith(`/git/${ref}`)) {
+      gh.log.push(`${method} ${path} (ruleset)`);
+      return {
+        status: 422,
+        body: {
+          message: 'Repository rule violations found\n\nCommits must have verified signatures.\n\n',
+          documentation_url: 'https://docs.github.com/rest/git/refs#update-a-reference',
+          status: '422',
+        },
+      };
+    }
+    return handle(method, uri, body, headers);
+  };
+}
+
+describe('a ruleset added mid-run', () => {
+  it("a ruleset refusing the result branch's update is said as GitHub's refusal, not as someone's commits on the branch", async () => {
+    // A night's round finds a better result; moving `forkflush/issue-7/result` to it is refused by
+    // a ruleset the admin added that evening. The app takes every 422 of a ref update for "the
+    // branch moved elsewhere" and tells the team, wrongly, that the result branch "has commits
+    // forkflush did not make": merge them in or delete the branch. Nobody pushed to it. A team that
+    // deletes the branch as told loses the draft pull request's branch, and the run stays stuck
+    // (the creation is refused as well). Expected: the issue quotes GitHub's refusal (the rule).
+    const h = await finishedNightlyRun();
+    const ref = 'refs/heads/forkflush/issue-7/result';
+    const head = h.gh.refs.get(ref);
+    expect(head).toBeDefined();
+    rulesetOn(h, ref);
+    await betterResultTonight(h);
+    // Nobody pushed to the branch: it is where forkflush left it.
+    expect(h.gh.refs.get(ref)).toBe(head);
+    const said = issueText(h);
+    expect({
+      blamesAPush: said.includes('has commits forkflush did not make'),
+      quotesTheRule: said.includes('Repository rule violations found'),
+    }).toEqual({ blamesAPush: false, quotesTheRule: true });
   });
 });
