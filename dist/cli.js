@@ -7398,6 +7398,7 @@ var REPORTED_FIGURE_MAX = 1e15;
 var CONTEXT_PATH_MAX_BYTES = 2048;
 var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
 var CONTEXT_MAX_BYTES = 1 * GiB;
+var CONTEXT_MAX_ENTRIES = 1e5;
 var NOTE_NAMED_TRAPS_MAX = 3;
 var CLI_STOP_WITHIN_MS = 1e4;
 var OUTPUT_DRAIN_MS = 300;
@@ -33197,11 +33198,12 @@ var NOTHING_CLEANED = {
   deep: 0,
   big: 0,
   emptied: 0,
+  crowded: 0,
   traps: 0,
   trapPaths: []
 };
 function addCleaned(total, more) {
-  for (const k of ["links", "names", "deep", "big", "emptied", "traps"]) total[k] += more[k];
+  for (const k of ["links", "names", "deep", "big", "emptied", "crowded", "traps"]) total[k] += more[k];
   total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NOTE_NAMED_TRAPS_MAX);
 }
 var TRAP_RULE = [
@@ -33240,14 +33242,17 @@ async function sweepTree(dir, signal, o = {}) {
     complete
   };
 }
-async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
+var CONTEXT_LIMITS = { bytes: CONTEXT_MAX_BYTES, entries: CONTEXT_MAX_ENTRIES };
+async function cleanAgentFolder(dir, limits = null) {
   const cleaned = { ...NOTHING_CLEANED };
-  const kept = { bytes: 0 };
+  const kept = { bytes: 0, entries: 0, maxEntries: limits?.entries ?? Number.POSITIVE_INFINITY };
   const root = Buffer.from(dir);
   await walk(root, root.length + 1, false, cleaned, kept);
-  if (kept.bytes > maxBytes) {
+  const crowded = kept.entries > kept.maxEntries;
+  if (crowded || kept.bytes > (limits?.bytes ?? Number.POSITIVE_INFINITY)) {
     await emptyFolder(dir);
-    cleaned.emptied++;
+    if (crowded) cleaned.crowded++;
+    else cleaned.emptied++;
   }
   return cleaned;
 }
@@ -33256,6 +33261,7 @@ var COMMONDIR = Buffer.from("commondir");
 async function walk(dir, rootLength, inGit, cleaned, kept) {
   const entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
   for (const e of entries) {
+    if (++kept.entries > kept.maxEntries) return;
     const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
     if (!isUtf8(e.name)) {
       await dropTree(dir, path);
@@ -33300,6 +33306,7 @@ function cleanedNote(c) {
     c.deep ? `${c.deep} folders nested deeper than ${CONTEXT_PATH_MAX_BYTES} bytes of path` : "",
     c.big ? `${c.big} files larger than ${CONTEXT_FILE_MAX_BYTES / 1024 / 1024} MB` : "",
     c.emptied ? `everything in a context whose files passed ${CONTEXT_MAX_BYTES / 1024 / 1024} MB in all` : "",
+    c.crowded ? `everything in a context of more than ${CONTEXT_MAX_ENTRIES.toLocaleString("en")} files and folders` : "",
     c.traps ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(", ")}${c.traps > c.trapPaths.length ? ", ..." : ""})` : ""
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
@@ -33388,8 +33395,12 @@ function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
       env,
       ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
     });
-    for (const dir of writtenByAgent) {
-      const c = await cleanAgentFolder(dir);
+    const written = writtenByAgent ? [
+      [writtenByAgent.context, CONTEXT_LIMITS],
+      [writtenByAgent.box, null]
+    ] : [];
+    for (const [dir, limits] of written) {
+      const c = await cleanAgentFolder(dir, limits);
       if (removed) addCleaned(removed, c);
     }
     return r;
@@ -37813,7 +37824,7 @@ async function startServices(job, b, stopForBudget) {
   const confinement = { ...agentConfinement(places, config2, b.source), account };
   confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
   const removed = { ...NOTHING_CLEANED };
-  const spawn4 = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
+  const spawn4 = sessionSpawner(sandbox, confinement, { context: places.context, box: b.box }, removed, egress.wrap);
   const close = async () => {
     await grading.close();
     account.release();
@@ -38442,7 +38453,7 @@ async function episode(job, charged2) {
   if (start2.note) job.log?.(start2.note);
   await job.agentStarting?.();
   const ran = await runAgentStep(job, b);
-  addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_MAX_BYTES));
+  addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_LIMITS));
   const chargeOf = (unchanged2) => chargeFor({ ...ran.chargeBase, tries: ran.tried.tries, evaluations: ran.evaluations(), unchanged: unchanged2 });
   if (b.interrupt.aborted) {
     const partial2 = chargeOf(false);
@@ -39060,7 +39071,7 @@ var LocalForge = class {
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       if (await exists2(from)) {
-        await cleanAgentFolder(from);
+        await cleanAgentFolder(from, CONTEXT_LIMITS);
         await cp2(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
           await removeTree(context);
           notes.push(
@@ -39068,7 +39079,7 @@ var LocalForge = class {
           );
         });
       }
-      await cleanAgentFolder(context);
+      await cleanAgentFolder(context, CONTEXT_LIMITS);
     }
     await mkdir14(context, { recursive: true });
     const places = {
@@ -41491,7 +41502,7 @@ exit 2
       shared: [...agent.shared ?? [], ...egress.bind ? [egress.bind] : []],
       account
     };
-    const confined2 = sessionSpawner(sandbox, confinement, [context, box], void 0, egress.wrap);
+    const confined2 = sessionSpawner(sandbox, confinement, { context, box }, void 0, egress.wrap);
     return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined: confined2, dir });
   } finally {
     account.release();

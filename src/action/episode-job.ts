@@ -14,7 +14,7 @@ import { contextRef, episodeBranch, parseEpisodeId, type RefsLayout, refName, ru
 import { episodePrompt } from '../core/prompts.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
+import { CONTEXT_LIMITS, cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
 import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
@@ -268,7 +268,7 @@ async function openContext(
     const sealed = await readFile(join(incoming, SEALED_CONTEXT)).catch(() => null);
     if (sealed === null) {
       await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
-      await cleanAgentFolder(contextDir);
+      await cleanAgentFolder(contextDir, CONTEXT_LIMITS);
       return null;
     }
     if (!s.contextKey) return `${from}'s context is encrypted, and this job has no FORKFLUSH_CONTEXT_KEY`;

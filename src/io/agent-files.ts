@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import {
   CONTEXT_FILE_MAX_BYTES,
   CONTEXT_MAX_BYTES,
+  CONTEXT_MAX_ENTRIES,
   CONTEXT_PATH_MAX_BYTES,
   GIT_TIMEOUT_MS,
   NOTE_NAMED_TRAPS_MAX,
@@ -38,6 +39,8 @@ export interface Cleaned {
   big: number;
   /** Folders emptied because their files passed the total they may hold. */
   emptied: number;
+  /** Folders emptied because they held more entries than they may. */
+  crowded: number;
   /**
    * Entries that could stall forkflush's git or lead it out of the tree: special files in a
    * workspace or the judge's checkout, and anywhere what git follows at its own names (TRAP_RULE).
@@ -53,13 +56,14 @@ export const NOTHING_CLEANED: Readonly<Cleaned> = {
   deep: 0,
   big: 0,
   emptied: 0,
+  crowded: 0,
   traps: 0,
   trapPaths: [],
 };
 
 /** Adds what one cleaning removed to a running total. */
 export function addCleaned(total: Cleaned, more: Cleaned): void {
-  for (const k of ['links', 'names', 'deep', 'big', 'emptied', 'traps'] as const) total[k] += more[k];
+  for (const k of ['links', 'names', 'deep', 'big', 'emptied', 'crowded', 'traps'] as const) total[k] += more[k];
   total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NOTE_NAMED_TRAPS_MAX);
 }
 
@@ -124,19 +128,27 @@ export async function sweepTree(
   };
 }
 
+/** What a context may hold in all: bytes of files, and entries (its walk stops past them). */
+export const CONTEXT_LIMITS = { bytes: CONTEXT_MAX_BYTES, entries: CONTEXT_MAX_ENTRIES } as const;
+
 /**
  * Removes every symbolic link and special file under `dir`, every entry whose name is not UTF-8,
- * and every folder nested too deep to copy; and everything, when what is left passes `maxBytes`
- * in all. Returns what went.
+ * and every folder nested too deep to copy; and everything, when what is left passes `limits`
+ * (the walk stops at the entry past them). Returns what went.
  */
-export async function cleanAgentFolder(dir: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Cleaned> {
+export async function cleanAgentFolder(
+  dir: string,
+  limits: { bytes: number; entries: number } | null = null,
+): Promise<Cleaned> {
   const cleaned: Cleaned = { ...NOTHING_CLEANED };
-  const kept = { bytes: 0 };
+  const kept = { bytes: 0, entries: 0, maxEntries: limits?.entries ?? Number.POSITIVE_INFINITY };
   const root = Buffer.from(dir);
   await walk(root, root.length + 1, false, cleaned, kept);
-  if (kept.bytes > maxBytes) {
+  const crowded = kept.entries > kept.maxEntries;
+  if (crowded || kept.bytes > (limits?.bytes ?? Number.POSITIVE_INFINITY)) {
     await emptyFolder(dir);
-    cleaned.emptied++;
+    if (crowded) cleaned.crowded++;
+    else cleaned.emptied++;
   }
   return cleaned;
 }
@@ -149,10 +161,12 @@ async function walk(
   rootLength: number,
   inGit: boolean,
   cleaned: Cleaned,
-  kept: { bytes: number },
+  kept: { bytes: number; entries: number; maxEntries: number },
 ): Promise<void> {
   const entries = (await readdir(dir, { withFileTypes: true, encoding: 'buffer' }).catch(() => [])) as Dirent<Buffer>[];
   for (const e of entries) {
+    // Past the entries it may hold, the folder is emptied whole: no need to look further.
+    if (++kept.entries > kept.maxEntries) return;
     const path = Buffer.concat([dir, Buffer.from('/'), e.name]);
     if (!isUtf8(e.name)) {
       await dropTree(dir, path);
@@ -199,6 +213,9 @@ export function cleanedNote(c: Cleaned): string | null {
     c.deep ? `${c.deep} folders nested deeper than ${CONTEXT_PATH_MAX_BYTES} bytes of path` : '',
     c.big ? `${c.big} files larger than ${CONTEXT_FILE_MAX_BYTES / 1024 / 1024} MB` : '',
     c.emptied ? `everything in a context whose files passed ${CONTEXT_MAX_BYTES / 1024 / 1024} MB in all` : '',
+    c.crowded
+      ? `everything in a context of more than ${CONTEXT_MAX_ENTRIES.toLocaleString('en')} files and folders`
+      : '',
     c.traps
       ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(', ')}${c.traps > c.trapPaths.length ? ', ...' : ''})`
       : '',

@@ -8,7 +8,7 @@ import { LOSER_JOURNAL_MAX_BYTES } from '../core/losers.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import { allEpisodes, type Episode, type EpisodeResult, type Round, type RunState } from '../core/state.js';
 import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
-import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
+import { CONTEXT_LIMITS, cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
@@ -117,7 +117,7 @@ export class LocalForge implements ForgeWork {
       // Carried and copied contexts are copies: a failed episode never damages its parent's context.
       // A context that cannot be copied starts the episode fresh, never stops the run.
       if (await exists(from)) {
-        await cleanAgentFolder(from);
+        await cleanAgentFolder(from, CONTEXT_LIMITS);
         await cp(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err: Error) => {
           await removeTree(context);
           notes.push(
@@ -125,7 +125,7 @@ export class LocalForge implements ForgeWork {
           );
         });
       }
-      await cleanAgentFolder(context);
+      await cleanAgentFolder(context, CONTEXT_LIMITS);
     }
     await mkdir(context, { recursive: true });
     const places: EpisodePlaces = {

@@ -135,7 +135,7 @@ async function run(
       shared: [...(agent.shared ?? []), ...(egress.bind ? [egress.bind] : [])],
       account,
     };
-    const confined = sessionSpawner(sandbox, confinement, [context, box], undefined, egress.wrap);
+    const confined = sessionSpawner(sandbox, confinement, { context, box }, undefined, egress.wrap);
     return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined, dir });
   } finally {
     account.release();

@@ -11,7 +11,7 @@ import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { matchesAny } from '../core/globs.js';
 import { isForgeSecret } from '../core/secrets.js';
-import { addCleaned, type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
+import { addCleaned, type Cleaned, CONTEXT_LIMITS, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
 import {
   type Confinement,
@@ -102,7 +102,8 @@ export function abstractSockets(procNetUnix: string): string[] {
 export function sessionSpawner(
   sandbox: Sandbox | null,
   confinement: Confinement,
-  writtenByAgent: string[],
+  /** The folders the agent writes, swept after each of its processes (the context within its limits). */
+  writtenByAgent: { context: string; box: string } | null,
   removed?: Cleaned,
   /** The command line behind what it needs in the sandbox (the egress forwarder: worker/egress.ts). */
   wrap?: (file: string, args: string[]) => { file: string; args: string[] },
@@ -117,8 +118,14 @@ export function sessionSpawner(
       env,
       ...(sandbox ? { confine: { sandbox, confinement } } : { track: true }),
     });
-    for (const dir of writtenByAgent) {
-      const c = await cleanAgentFolder(dir);
+    const written = writtenByAgent
+      ? ([
+          [writtenByAgent.context, CONTEXT_LIMITS],
+          [writtenByAgent.box, null],
+        ] as const)
+      : [];
+    for (const [dir, limits] of written) {
+      const c = await cleanAgentFolder(dir, limits);
       if (removed) addCleaned(removed, c);
     }
     return r;

@@ -119,7 +119,7 @@ async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: Abor
   // Bound, not handed over: the sockets stay forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
   const removed: Cleaned = { ...NOTHING_CLEANED };
-  const spawn = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
+  const spawn = sessionSpawner(sandbox, confinement, { context: places.context, box: b.box }, removed, egress.wrap);
   const close = async () => {
     await grading.close();
     account.release();

@@ -10,14 +10,21 @@
 // the commit episode-result.ts; what an episode is given is episode-input.ts.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CONTEXT_MAX_BYTES, FAILURE_QUOTE_MAX_CHARS } from '../core/bounds.js';
+import { FAILURE_QUOTE_MAX_CHARS } from '../core/bounds.js';
 import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH } from '../core/config.js';
 import type { Resource } from '../core/resources.js';
 import type { EpisodeResult } from '../core/state.js';
 import { UNRECORDED } from '../core/stop.js';
 import { plainText } from '../core/text.js';
-import { addCleaned, type Cleaned, cleanAgentFolder, cleanedNote, removeTree } from '../io/agent-files.js';
+import {
+  addCleaned,
+  type Cleaned,
+  CONTEXT_LIMITS,
+  cleanAgentFolder,
+  cleanedNote,
+  removeTree,
+} from '../io/agent-files.js';
 import { GitStalledError } from '../io/git.js';
 import { episodeLogs, expandHome, setupConfinement, withAccount } from './boundary.js';
 import { baseSnapshot, type Snapshot, snapshot } from './cleanroom.js';
@@ -75,7 +82,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const ran = await runAgentStep(job, b);
   // 5. What it spent, charged before the snapshot, as if the workspace changed: a full disk after
   //    this still charges it. A context too large to carry on goes whole (the adapter has read it).
-  addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_MAX_BYTES));
+  addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_LIMITS));
   const chargeOf = (unchanged: boolean) =>
     chargeFor({ ...ran.chargeBase, tries: ran.tried.tries, evaluations: ran.evaluations(), unchanged });
   if (b.interrupt.aborted) {

@@ -62,7 +62,7 @@ export async function confinedSession(
   confinement.tmp = folder;
   if (egress.bind) confinement.shared = [...(confinement.shared ?? []), egress.bind];
   return {
-    spawn: sessionSpawner(isolation.sandbox, confinement, [], undefined, egress.wrap),
+    spawn: sessionSpawner(isolation.sandbox, confinement, null, undefined, egress.wrap),
     confined: isolation.sandbox !== null,
     env: egress.env,
   };

@@ -1,7 +1,8 @@
 // An agent that fills the disk: forkflush cannot tell whose the full disk is (a sibling's, the
 // machine's), so it records nothing for the episode, stops the run with one clear line, and runs
 // the episode again on resume. On a tmpfs of its own (mounting one needs root: skipped loudly
-// otherwise), so the machine's disk is never filled.
+// otherwise), so the machine's disk is never filled. And one whose context costs disk and time
+// without bytes: a context past its entries is emptied, as one past its bytes is.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import {
   CAT_GRADER,
   cleanupAttackTemps,
   describeSandboxed,
+  killProcessesUnder,
   makeAttackRepo,
   newestRunState,
   runCli,
@@ -91,4 +93,34 @@ describeSandboxed('an agent that fills the disk', () => {
       expect((newestRunState(repo.dir) as RunState).rounds[0]?.episodes[0]?.result?.score).toBe(5);
     },
   );
+});
+
+describeSandboxed('a context that costs disk and time without bytes', () => {
+  // 300,000 empty folders in a context (10 s of mkdir) counted 0 bytes against its 1 GiB bound: a
+  // run of two serial 6-token episodes sat silent for 725 s, each sweep walking them (~19 s) and
+  // each carried copy taking ~117 s and 1.2 GB of disk, K copies per fork round (found by a review).
+  it('150,000 empty folders in the context: emptied and said, and a two-episode serial run ends in minutes', async () => {
+    const repo = makeAttackRepo({
+      agent:
+        'node -e \'const fs=require("fs"),c=process.env.FORKFLUSH_CONTEXT_DIR;for(let a=0;a<150;a++){fs.mkdirSync(c+"/d/"+a,{recursive:true});for(let b=0;b<1000;b++)fs.mkdirSync(c+"/d/"+a+"/"+b)}\' && ' +
+        'echo 6 > value.txt && echo \'{"spent": 6}\' > "$FORKFLUSH_USAGE_FILE"',
+      grader: CAT_GRADER,
+      // Two serial episodes: the second carries the first one's context.
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      agentTimeout: 60,
+    });
+    const root = join(repo.dir, '..');
+    try {
+      const cli = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 180_000 });
+      const state = newestRunState(repo.dir);
+      expect(cli.timedOut, cli.out.slice(-800)).toBe(false);
+      expect(state?.status, cli.out.slice(-800)).toBe('finished');
+      const notes = state?.rounds.flatMap((r) => r.episodes.map((e) => e.result?.note ?? '')) ?? [];
+      expect(notes.every((n) => n.includes('everything in a context of more than 100,000 files and folders'))).toBe(
+        true,
+      );
+    } finally {
+      killProcessesUnder(root);
+    }
+  }, 300_000);
 });

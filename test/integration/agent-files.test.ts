@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTEXT_FILE_MAX_BYTES, CONTEXT_MAX_BYTES } from '../../src/core/bounds.js';
-import { cleanAgentFolder, cleanedNote, emptyFolder, removeTree, sweepTree } from '../../src/io/agent-files.js';
+import {
+  CONTEXT_LIMITS,
+  cleanAgentFolder,
+  cleanedNote,
+  emptyFolder,
+  removeTree,
+  sweepTree,
+} from '../../src/io/agent-files.js';
 import { Git } from '../../src/io/git.js';
 
 let tmp = '';
@@ -48,7 +55,7 @@ describe('cleanAgentFolder', () => {
     truncateSync(join(tmp, 'sparse'), CONTEXT_FILE_MAX_BYTES + 1);
 
     const cleaned = await cleanAgentFolder(tmp);
-    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0, traps: 0, trapPaths: [] });
+    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0, crowded: 0, traps: 0, trapPaths: [] });
     expect(readdirSync(tmp).sort()).toEqual(['kept.txt', 'sub', 'ünïcode ok.txt']);
     expect(readdirSync(join(tmp, 'sub')).sort()).toEqual(['also.txt', 'd']);
     // What is left can be copied and removed like any folder.
@@ -66,7 +73,7 @@ describe('cleanAgentFolder', () => {
       truncateSync(join(tmp, 'sub', `part${i}`), 250 * 1024 * 1024);
     }
     writeFileSync(join(tmp, 'small.txt'), 'x');
-    const cleaned = await cleanAgentFolder(tmp, CONTEXT_MAX_BYTES);
+    const cleaned = await cleanAgentFolder(tmp, CONTEXT_LIMITS);
     expect(cleaned.emptied).toBe(1);
     expect(readdirSync(tmp)).toEqual([]);
     expect(cleanedNote(cleaned)).toBe(
@@ -75,8 +82,24 @@ describe('cleanAgentFolder', () => {
     // Under the total, nothing goes.
     writeFileSync(join(tmp, 'a'), '');
     truncateSync(join(tmp, 'a'), 250 * 1024 * 1024);
-    expect((await cleanAgentFolder(tmp, CONTEXT_MAX_BYTES)).emptied).toBe(0);
+    expect((await cleanAgentFolder(tmp, CONTEXT_LIMITS)).emptied).toBe(0);
     expect(readdirSync(tmp)).toEqual(['a']);
+  });
+
+  it('empties a folder of more entries than it may hold, empty folders too, without walking them all', async () => {
+    // 300,000 empty folders cost no bytes, and took two minutes and 1.2 GB of disk per copy (found by a review).
+    for (let i = 0; i < 30; i++) mkdirSync(join(tmp, `d${i}`, 'e', 'f'), { recursive: true });
+    writeFileSync(join(tmp, 'session.json'), '{}');
+    const cleaned = await cleanAgentFolder(tmp, { bytes: CONTEXT_MAX_BYTES, entries: 50 });
+    expect(cleaned).toMatchObject({ crowded: 1, emptied: 0 });
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(cleanedNote(cleaned)).toBe(
+      'removed from the folders the agent wrote: everything in a context of more than 100,000 files and folders',
+    );
+    // At the bound, nothing goes.
+    for (let i = 0; i < 10; i++) mkdirSync(join(tmp, `d${i}`, 'e'), { recursive: true });
+    expect((await cleanAgentFolder(tmp, { bytes: CONTEXT_MAX_BYTES, entries: 20 })).crowded).toBe(0);
+    expect(readdirSync(tmp)).toHaveLength(10);
   });
 
   it('says nothing when there was nothing unusual', async () => {
