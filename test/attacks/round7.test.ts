@@ -165,12 +165,15 @@ async function runWithoutThrowing(repo: ReturnType<typeof makeAttackRepo>) {
 describeSandboxed('round 7: a lineage whose listing grows past what forkflush lists', () => {
   it('two episodes of 5,500 files with 3,500-byte paths each (each within the bounds): the second is not recorded, and the run ends with results', async () => {
     const repo = makeAttackRepo({
-      agent: `node {fx}/round7-long-listing.mjs 5500`,
+      // Its spend reported: a crash's charge is a share of its time, which a busy machine changes.
+      agent: `sh -c 'node {fx}/round7-long-listing.mjs 5500; echo "{\\"spent\\": 6}" > "$FORKFLUSH_USAGE_FILE"'`,
       agentTimeout: 120,
       budget: 'total: 12\n  unit: tokens\n  episode: 6',
     });
     const run = await runWithoutThrowing(repo);
-    expect(run.results.length).toBe(2);
+    const seen = run.results.map((r) => ({ score: r.score, basis: r.spentBasis, reason: r.reason?.slice(0, 300) }));
+    expect(run.results.length, JSON.stringify(seen)).toBe(2);
+    expect(seen.map((r) => r.basis)).toEqual([undefined, undefined]);
     // 19.5 MB of paths each: the second episode's tree lists both, past RECORDED_TREE_LISTING_MAX_BYTES.
     expect(run.results[0]?.score).toBe(5);
     expect(run.results[1]?.reason).toMatch(/the workspace's paths, listed, pass 30.5 MB/);
