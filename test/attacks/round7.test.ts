@@ -297,6 +297,8 @@ describeSandboxed("round 7: an honest grader beside the judge's guarded folders"
         grader: "sh -c 'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -q tests >/dev/null && cat value.txt'",
         files: { 'tests/pytest.ini': '[pytest]\n', 'tests/test_value.py': 'def test_value():\n    assert True\n' },
         protected: ['tests/*.py', 'tests/*.ini'],
+        // pytest's start is seconds of CPU: a busy machine took it past the default 5 s.
+        graderTimeout: 60,
       });
       const { result } = await runLocal(repo);
       expect(result.score, result.reason ?? result.note ?? '').toBe(5);
