@@ -72726,13 +72726,13 @@ async function runsPerRepo(api, config3, self2, again) {
 }
 
 // src/github/nightly.ts
-async function nightly(ctx, clock = () => ctx.now) {
+async function nightly(ctx, clock = () => ctx.now, rounds = true) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
   let active = false;
   for (const run2 of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
-      const tick = await nightlyRun({ ...ctx, now: clock() }, run2);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run2, rounds);
       if (tick.synced) touched.push(run2);
       active ||= tick.active;
     } catch (e) {
@@ -72771,11 +72771,11 @@ async function takingTurns(ctx, runs) {
   const day2 = (run2) => last.get(run2) ?? "";
   return [...runs].sort((a, b) => day2(a).localeCompare(day2(b)));
 }
-async function nightlyRun(ctx, run2) {
+async function nightlyRun(ctx, run2, rounds) {
   const stored = await ctx.api.loadRun(stateRef(run2));
   if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
-  const wantsRound = extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const wantsRound = rounds && extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
   let state;
   if (skip) {
@@ -73318,7 +73318,32 @@ function forkflushApp(options2 = {}) {
     app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));
     app.on("workflow_job.in_progress", (context) => onJobStarted(ctxOf, context));
     app.on("workflow_run.completed", (context) => onRunCompleted(ctxOf, context));
+    app.on(
+      "installation.unsuspend",
+      (context) => tickInstallation(context.octokit, options2.now ?? (() => /* @__PURE__ */ new Date()), options2.recordKey ?? null, context.log, {
+        rounds: false
+      })
+    );
   };
+}
+async function tickInstallation(octokit, now, recordKey, logger, { rounds }) {
+  const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
+  for (const r of repos) {
+    const log = logger.child({ repository: r.full_name });
+    try {
+      const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
+      const touched = await nightly(
+        { api, now: now(), log: (line, fields) => log.info(fields ?? {}, line) },
+        now,
+        rounds
+      );
+      const what = rounds ? "nightly tick" : "repair";
+      if (touched.length > 0)
+        log.info({ runs: touched }, `forkflush: ${what} of ${r.full_name}: ${touched.join(", ")}`);
+    } catch (e) {
+      log.error({ err: e }, `forkflush: the ${rounds ? "nightly tick" : "repair"} of ${r.full_name} failed`);
+    }
+  }
 }
 async function nightlyTick(api, now, log, tick) {
   const clock = typeof now === "function" ? now : () => now;

@@ -30645,8 +30645,8 @@ async function run(appFnOrArgv, additionalOptions) {
   return server;
 }
 
-// src/github/api.ts
-import { randomUUID } from "node:crypto";
+// src/github/record-seal.ts
+import { createHash, createHmac as createHmac2, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -51601,6 +51601,56 @@ function parseRunState(text, where) {
   return state;
 }
 
+// src/github/record-seal.ts
+var TamperedRecordError = class extends RecordError {
+  name = "TamperedRecordError";
+};
+function recordKeyFrom(env) {
+  const secret = env.FORKFLUSH_RECORD_KEY?.trim() || env.WEBHOOK_SECRET?.trim() || env.FORKFLUSH_APP_PRIVATE_KEY?.trim() || env.PRIVATE_KEY?.trim();
+  if (!secret) return null;
+  return createHmac2("sha256", "forkflush record seal v1").update(secret).digest();
+}
+function repositoryKey(key, repository) {
+  const name = "id" in repository ? `id:${repository.id}` : repository.byName.toLowerCase();
+  return createHmac2("sha256", key).update(name).digest();
+}
+function sealedFiles(key, stateText, files) {
+  const { seal: _old, ...rest } = files;
+  const body = JSON.stringify(rest, null, 1);
+  return `${JSON.stringify({ ...rest, seal: mac3(key, stateText, body) }, null, 1)}
+`;
+}
+function checkSeal(keys, stateText, filesText, where) {
+  let raw;
+  try {
+    raw = JSON.parse(filesText);
+  } catch {
+    throw new TamperedRecordError(`${where}: run.json is not valid JSON`);
+  }
+  const { seal, ...rest } = raw;
+  const fix = "forkflush will not act on it; look at the ref's history, then remove the label and label the issue again to start over";
+  if (typeof seal !== "string" || !/^[0-9a-f]{64}$/.test(seal)) {
+    throw new TamperedRecordError(
+      `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`
+    );
+  }
+  const body = JSON.stringify(rest, null, 1);
+  const sealed = (key) => timingSafeEqual2(Buffer.from(mac3(key, stateText, body), "hex"), Buffer.from(seal, "hex"));
+  if (!keys.some(sealed)) {
+    throw new TamperedRecordError(
+      `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`
+    );
+  }
+}
+function mac3(key, stateText, filesBody) {
+  const state = createHash("sha256").update(stateText).digest("hex");
+  return createHmac2("sha256", key).update(`${state}
+${filesBody}`).digest("hex");
+}
+
+// src/github/api.ts
+import { randomUUID } from "node:crypto";
+
 // src/core/github-run-record.ts
 var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
@@ -52229,54 +52279,6 @@ var PullRequests = class {
     await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, state: "closed" });
   }
 };
-
-// src/github/record-seal.ts
-import { createHash, createHmac as createHmac2, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-var TamperedRecordError = class extends RecordError {
-  name = "TamperedRecordError";
-};
-function recordKeyFrom(env) {
-  const secret = env.FORKFLUSH_RECORD_KEY?.trim() || env.WEBHOOK_SECRET?.trim() || env.FORKFLUSH_APP_PRIVATE_KEY?.trim() || env.PRIVATE_KEY?.trim();
-  if (!secret) return null;
-  return createHmac2("sha256", "forkflush record seal v1").update(secret).digest();
-}
-function repositoryKey(key, repository) {
-  const name = "id" in repository ? `id:${repository.id}` : repository.byName.toLowerCase();
-  return createHmac2("sha256", key).update(name).digest();
-}
-function sealedFiles(key, stateText, files) {
-  const { seal: _old, ...rest } = files;
-  const body = JSON.stringify(rest, null, 1);
-  return `${JSON.stringify({ ...rest, seal: mac3(key, stateText, body) }, null, 1)}
-`;
-}
-function checkSeal(keys, stateText, filesText, where) {
-  let raw;
-  try {
-    raw = JSON.parse(filesText);
-  } catch {
-    throw new TamperedRecordError(`${where}: run.json is not valid JSON`);
-  }
-  const { seal, ...rest } = raw;
-  const fix = "forkflush will not act on it; look at the ref's history, then remove the label and label the issue again to start over";
-  if (typeof seal !== "string" || !/^[0-9a-f]{64}$/.test(seal)) {
-    throw new TamperedRecordError(
-      `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`
-    );
-  }
-  const body = JSON.stringify(rest, null, 1);
-  const sealed = (key) => timingSafeEqual2(Buffer.from(mac3(key, stateText, body), "hex"), Buffer.from(seal, "hex"));
-  if (!keys.some(sealed)) {
-    throw new TamperedRecordError(
-      `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`
-    );
-  }
-}
-function mac3(key, stateText, filesBody) {
-  const state = createHash("sha256").update(stateText).digest("hex");
-  return createHmac2("sha256", key).update(`${state}
-${filesBody}`).digest("hex");
-}
 
 // src/github/workflows.ts
 var Workflows = class {
@@ -55986,13 +55988,13 @@ async function runsPerRepo(api, config3, self2, again) {
 }
 
 // src/github/nightly.ts
-async function nightly(ctx, clock = () => ctx.now) {
+async function nightly(ctx, clock = () => ctx.now, rounds = true) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
   let active = false;
   for (const run2 of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
-      const tick = await nightlyRun({ ...ctx, now: clock() }, run2);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run2, rounds);
       if (tick.synced) touched.push(run2);
       active ||= tick.active;
     } catch (e) {
@@ -56031,11 +56033,11 @@ async function takingTurns(ctx, runs) {
   const day2 = (run2) => last.get(run2) ?? "";
   return [...runs].sort((a, b) => day2(a).localeCompare(day2(b)));
 }
-async function nightlyRun(ctx, run2) {
+async function nightlyRun(ctx, run2, rounds) {
   const stored = await ctx.api.loadRun(stateRef(run2));
   if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
-  const wantsRound = extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const wantsRound = rounds && extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
   let state;
   if (skip) {
@@ -56578,11 +56580,32 @@ function forkflushApp(options2 = {}) {
     app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));
     app.on("workflow_job.in_progress", (context) => onJobStarted(ctxOf, context));
     app.on("workflow_run.completed", (context) => onRunCompleted(ctxOf, context));
+    app.on(
+      "installation.unsuspend",
+      (context) => tickInstallation(context.octokit, options2.now ?? (() => /* @__PURE__ */ new Date()), options2.recordKey ?? null, context.log, {
+        rounds: false
+      })
+    );
   };
 }
-async function nightlyTick(api, now, log, tick) {
-  const clock = typeof now === "function" ? now : () => now;
-  return nightly({ api, now: clock(), ...log ? { log } : {}, ...tick ? { tick } : {} }, clock);
+async function tickInstallation(octokit, now, recordKey, logger, { rounds }) {
+  const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
+  for (const r of repos) {
+    const log = logger.child({ repository: r.full_name });
+    try {
+      const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
+      const touched = await nightly(
+        { api, now: now(), log: (line, fields) => log.info(fields ?? {}, line) },
+        now,
+        rounds
+      );
+      const what = rounds ? "nightly tick" : "repair";
+      if (touched.length > 0)
+        log.info({ runs: touched }, `forkflush: ${what} of ${r.full_name}: ${touched.join(", ")}`);
+    } catch (e) {
+      log.error({ err: e }, `forkflush: the ${rounds ? "nightly tick" : "repair"} of ${r.full_name} failed`);
+    }
+  }
 }
 
 // src/app/server.ts
@@ -56630,24 +56653,15 @@ function startNightly(app, hour, recordKey, now = () => /* @__PURE__ */ new Date
   }, HOUR_MS).unref();
 }
 async function tickInstallations(app, now, recordKey) {
+  const clock = typeof now === "function" ? now : () => now;
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
     if (installation.suspended_at) continue;
     try {
       const octokit = await app.auth(installation.id);
-      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
-      for (const r of repos) {
-        const log = app.log.child({ installation: installation.id, repository: r.full_name });
-        try {
-          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
-          const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
-          if (touched.length > 0)
-            log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
-        } catch (e) {
-          log.error({ err: e }, `forkflush: the nightly tick of ${r.full_name} failed`);
-        }
-      }
+      const log = app.log.child({ installation: installation.id });
+      await tickInstallation(octokit, clock, recordKey, log, { rounds: true });
     } catch (e) {
       app.log.error(
         { err: e, installation: installation.id },

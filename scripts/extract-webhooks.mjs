@@ -24,6 +24,7 @@ export const WEBHOOKS = [
   'check-run-completed',
   'check-run-created',
   'installation-created',
+  'installation-unsuspend',
   'issue-comment-created',
   'issues-closed',
   'issues-deleted',

@@ -15,11 +15,11 @@
 //   but not that path, that event, this repository and that run id.
 // Logs are structured: Probot's logger with the `delivery` and the `run`, `round` and `episode`
 // each event concerns.
-import type { Probot } from 'probot';
-import type { GitHubApi } from '../github/api.js';
+import type { Context, Probot } from 'probot';
+import { GitHubApi } from '../github/api.js';
 import { nightly } from '../github/nightly.js';
 import type { SyncContext } from '../github/sync.js';
-import { type AppOptions, contexts } from './app-context.js';
+import { type AppOptions, contexts, RELEASE } from './app-context.js';
 import { onComment, onIssueLabeled, onPullLabeled, onStopEvent } from './people-events.js';
 import { onReview } from './review-events.js';
 import { onJobCompleted, onJobStarted, onRunCompleted } from './worker-events.js';
@@ -39,7 +39,45 @@ export function forkflushApp(options: AppOptions = {}) {
     app.on('workflow_job.completed', (context) => onJobCompleted(ctxOf, context));
     app.on('workflow_job.in_progress', (context) => onJobStarted(ctxOf, context));
     app.on('workflow_run.completed', (context) => onRunCompleted(ctxOf, context));
+    // A suspended installation is sent no events: rounds that ended meanwhile are repaired now, not
+    // at the next nightly tick (a run would say "running" until then). Tonight's round waits for its hour.
+    app.on('installation.unsuspend', (context) =>
+      tickInstallation(context.octokit, options.now ?? (() => new Date()), options.recordKey ?? null, context.log, {
+        rounds: false,
+      }),
+    );
   };
+}
+
+/**
+ * The nightly tick (with `rounds` false, the repair alone) of each repository an installation's
+ * octokit can see, one at a time. One repository's trouble (a revoked permission, a broken record)
+ * is logged and does not stop the others.
+ */
+export async function tickInstallation(
+  octokit: Context['octokit'],
+  now: () => Date,
+  recordKey: Buffer | null,
+  logger: Context['log'],
+  { rounds }: { rounds: boolean },
+): Promise<void> {
+  const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
+  for (const r of repos) {
+    const log = logger.child({ repository: r.full_name });
+    try {
+      const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
+      const touched = await nightly(
+        { api, now: now(), log: (line, fields) => log.info(fields ?? {}, line) },
+        now,
+        rounds,
+      );
+      const what = rounds ? 'nightly tick' : 'repair';
+      if (touched.length > 0)
+        log.info({ runs: touched }, `forkflush: ${what} of ${r.full_name}: ${touched.join(', ')}`);
+    } catch (e) {
+      log.error({ err: e }, `forkflush: the ${rounds ? 'nightly tick' : 'repair'} of ${r.full_name} failed`);
+    }
+  }
 }
 
 /**

@@ -12,10 +12,8 @@ import { createHmac } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { type Probot, run } from 'probot';
-import { GitHubApi } from '../github/api.js';
 import { recordKeyFrom } from '../github/record-seal.js';
-import { forkflushApp, nightlyTick } from './app.js';
-import { RELEASE } from './app-context.js';
+import { forkflushApp, tickInstallation } from './app.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -95,6 +93,7 @@ export async function tickInstallations(
   now: Date | (() => Date),
   recordKey: Buffer | null,
 ): Promise<void> {
+  const clock = typeof now === 'function' ? now : () => now;
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
@@ -103,18 +102,8 @@ export async function tickInstallations(
     // stop the others; it is logged and tried again tomorrow.
     try {
       const octokit = await app.auth(installation.id);
-      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
-      for (const r of repos) {
-        const log = app.log.child({ installation: installation.id, repository: r.full_name });
-        try {
-          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE, r.id);
-          const touched = await nightlyTick(api, now, (line, fields) => log.info(fields ?? {}, line));
-          if (touched.length > 0)
-            log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
-        } catch (e) {
-          log.error({ err: e }, `forkflush: the nightly tick of ${r.full_name} failed`);
-        }
-      }
+      const log = app.log.child({ installation: installation.id });
+      await tickInstallation(octokit, clock, recordKey, log, { rounds: true });
     } catch (e) {
       app.log.error(
         { err: e, installation: installation.id },

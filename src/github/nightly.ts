@@ -18,15 +18,16 @@ import { type SyncContext, syncStored } from './sync.js';
  * runs configured with `schedule: nightly` into one more round (once a day), while the run may
  * open more rounds and the person it runs for (`startedBy`) still has write access; otherwise the
  * issue is told why, once. A run whose tick fails is logged and the next one goes on; the tick
- * then fails, naming them.
+ * then fails, naming them. With `rounds` false it only repairs (an installation restored by day:
+ * the night's round waits for its hour).
  */
-export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.now): Promise<string[]> {
+export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.now, rounds = true): Promise<string[]> {
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
   let active = false;
   for (const run of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
-      const tick = await nightlyRun({ ...ctx, now: clock() }, run);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run, rounds);
       if (tick.synced) touched.push(run);
       active ||= tick.active;
     } catch (e) {
@@ -89,11 +90,16 @@ async function takingTurns(ctx: SyncContext, runs: string[]): Promise<string[]> 
  * One run's nightly tick: whether it was synced (false: it is gone or stopped), and whether it
  * still needs ticks (running, or finished with nightly rounds still to come).
  */
-async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: boolean; active: boolean }> {
+async function nightlyRun(
+  ctx: SyncContext,
+  run: string,
+  rounds: boolean,
+): Promise<{ synced: boolean; active: boolean }> {
   const stored = await ctx.api.loadRun(stateRef(run));
   if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
   const wantsRound =
+    rounds &&
     extraRounds(stored.state.config).nightly &&
     stored.state.status === 'finished' &&
     forkRefusal(stored.state) === null &&

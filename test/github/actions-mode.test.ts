@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Probot } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions-mode.js';
+import { forkflushApp } from '../../src/app/app.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
 import { CONFIG, Harness, testOctokit } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -394,6 +395,38 @@ describe('hosted mode: the nightly tick of every installation', () => {
     expect(h.gh.log.filter((l) => l.startsWith('POST /app/'))).toEqual([
       `POST /app/installations/${h.box.auth.installations[0]?.id}/access_tokens`,
     ]);
+  });
+
+  it("an installation restored (installation.unsuspend) repairs its runs at once; tonight's round waits for the tick", async () => {
+    const h = await github({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+    });
+    await step(h, 'issues', labeled(h));
+    // The installation was suspended while round 0's jobs ended: GitHub sent the app no event of it.
+    finishRound(h);
+    const probot = new Probot({
+      appId: h.box.auth.appId,
+      privateKey: h.box.auth.privateKey,
+      baseUrl: h.box.apiUrl,
+      logLevel: 'fatal',
+      Octokit: testOctokit(),
+    });
+    await probot.load(forkflushApp({ now: () => h.clock, recordKey: null }));
+    const unsuspend = () =>
+      probot.receive({
+        id: `unsuspend-${h.gh.dispatches.length}`,
+        name: 'installation',
+        payload: h.box.payload('installation', 'unsuspend', () => {}) as never,
+      });
+    await unsuspend();
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+    await tickToEnd(h);
+    const rounds = h.gh.dispatches.length;
+    // Finished, with nightly rounds to come: a restore by day starts none.
+    await unsuspend();
+    expect(h.gh.dispatches).toHaveLength(rounds);
+    await tickInstallations(probot, h.clock, null);
+    expect(h.gh.dispatches).toHaveLength(rounds + 1);
   });
 
   it('checks hourly and ticks once a day, at the first check at or after the hour', async () => {

@@ -342,6 +342,12 @@ export class GitHubBox {
   payload(event: string, action: string, patch: (p: any) => void): Record<string, any> {
     const found = exampleOf(event, action);
     const p = structuredClone(found);
+    // An installation's own event names it, and no repository; every other is as the token's (none).
+    if (event === 'installation') {
+      p.installation.id = this.auth.installations[0]?.id;
+      patch(p);
+      return p;
+    }
     this.ourRepository(p.repository);
     p.repository.default_branch = 'main';
     delete p.installation;
