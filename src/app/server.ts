@@ -2,8 +2,8 @@
 // The hosted entry: `forkflush-app` or `npm start` (this file run directly, probot's server
 // bundled in, so the package needs no dependency); its default export is the app function too,
 // for a server of the team's own that loads it with probot's `run`. A hosted app has no scheduler to call the nightly tick, so it keeps its own:
-// an hourly check that, once a day from the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3), ticks
-// every repository of every installation. The app holds no state; the tick only repairs and
+// a check at start and every hour that, once the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3) has
+// passed since its last tick, ticks every repository of every installation. The app holds no state; the tick only repairs and
 // starts what the runs' records say is due, so a restart or a second replica does no harm.
 //
 // It refuses to start without a webhook secret: Probot would otherwise verify deliveries with its
@@ -56,8 +56,10 @@ export function nightlyHour(env: NodeJS.ProcessEnv): number | null {
 }
 
 /**
- * Checks every hour; ticks on the first check of a UTC day at or after `hour`, so a restart or a
- * late timer still ticks that day. A tick that fails as a whole is tried again at the next check.
+ * Checks at start and every hour; ticks when the day's hour has passed since the last tick this
+ * process completed. So a restart ticks (it cannot know whether the one before it did; a second
+ * tick in a day does no harm), a process that lives less than an hour ticks, and a tick that fails
+ * is tried at the next check, past midnight too.
  */
 export function startNightly(
   app: Probot,
@@ -65,23 +67,30 @@ export function startNightly(
   recordKey: Buffer | null,
   now = () => new Date(),
 ): NodeJS.Timeout {
-  let done = '';
+  let done = Number.NEGATIVE_INFINITY;
   let busy = false;
-  // unref: the timer alone never keeps the process alive.
-  return setInterval(() => {
-    const at = now();
-    const day = at.toISOString().slice(0, 10);
-    if (busy || day === done || at.getUTCHours() < hour) return;
+  const check = () => {
+    const due = lastHourMark(now(), hour);
+    if (busy || due <= done) return;
     busy = true;
     tickInstallations(app, now, recordKey)
       .then(() => {
-        done = day;
+        done = due;
       })
       .catch((e) => app.log.error(e, 'forkflush: the nightly tick could not list the installations'))
       .finally(() => {
         busy = false;
       });
-  }, HOUR_MS).unref();
+  };
+  // unref: the timers alone never keep the process alive.
+  setTimeout(check, 0).unref();
+  return setInterval(check, HOUR_MS).unref();
+}
+
+/** The last time (ms) at or before `at` that it was `hour` o'clock UTC. */
+function lastHourMark(at: Date, hour: number): number {
+  const mark = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate(), hour);
+  return mark <= at.getTime() ? mark : mark - 24 * HOUR_MS;
 }
 
 /**

@@ -429,24 +429,45 @@ describe('hosted mode: the nightly tick of every installation', () => {
     expect(h.gh.dispatches).toHaveLength(rounds + 1);
   });
 
-  it('checks hourly and ticks once a day, at the first check at or after the hour', async () => {
+  /** The hosted timer's ticks over `hours` hours from `from`; the first `failing` ticks fail as a whole (a 502). */
+  async function nightlyTicks(from: string, hour: number, hours: number, failing = 0): Promise<string[]> {
     vi.useFakeTimers();
-    let clock = new Date('2026-11-30T00:30:00Z');
+    let clock = new Date(from);
     const ticks: string[] = [];
     const app = {
       auth: async () => {
-        ticks.push(clock.toISOString());
+        if (failing-- > 0) throw new Error('GitHub answered 502');
+        ticks.push(clock.toISOString().slice(0, 16));
         return { paginate: async () => [], rest: { apps: {} } };
       },
       log: { error: () => {}, info: () => {} },
     } as unknown as Probot;
-    const timer = startNightly(app, 3, null, () => clock);
-    for (let i = 0; i < 48; i++) {
+    const timer = startNightly(app, hour, null, () => clock);
+    await vi.advanceTimersByTimeAsync(0);
+    for (let i = 0; i < hours; i++) {
       clock = new Date(clock.getTime() + 3_600_000);
       await vi.advanceTimersByTimeAsync(3_600_000);
     }
     clearInterval(timer);
-    expect(ticks).toEqual(['2026-11-30T03:30:00.000Z', '2026-12-01T03:30:00.000Z']);
+    return ticks;
+  }
+
+  it('ticks at start, then once a day at the first hourly check at or after the hour', async () => {
+    // At start it cannot know whether the process before it ticked since the last 03:00.
+    expect(await nightlyTicks('2026-11-30T00:30:00Z', 3, 48)).toEqual([
+      '2026-11-30T00:30',
+      '2026-11-30T03:30',
+      '2026-12-01T03:30',
+    ]);
+  });
+
+  it('restarted late in a day whose tick it missed (down from 02:00 to 23:20), it ticks at once', async () => {
+    expect(await nightlyTicks('2026-11-30T23:20:00Z', 3, 6)).toEqual(['2026-11-30T23:20', '2026-12-01T03:20']);
+  });
+
+  it('a tick that fails as a whole is tried at the next check, past midnight too (FORKFLUSH_NIGHTLY_HOUR=23)', async () => {
+    // The start's tick (for the night before) and 23:30's fail; 00:30 ticks the night of the 30th.
+    expect(await nightlyTicks('2026-11-30T22:30:00Z', 23, 6, 2)).toEqual(['2026-12-01T00:30']);
   });
 
   it('reads the hour from FORKFLUSH_NIGHTLY_HOUR', () => {
