@@ -67233,6 +67233,8 @@ var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
 var CONTEXT_MAX_BYTES = 1 * GiB;
 var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
 var DISK_FULL_BELOW_BYTES = 64 * MiB;
+var TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
+var TIMER_MAX_MS = 2 ** 31 - 1;
 var WORKING_TREE_MAX_BYTES = 1 * GiB;
 var GITHUB_ANNOTATIONS_MAX = 50;
 var CHECK_OUTPUT_MAX_BYTES = 65535;
@@ -67697,10 +67699,11 @@ function insideRepository(path2) {
   if (path2.startsWith("/") || path2.startsWith("\\") || /^[A-Za-z]:/.test(path2)) return false;
   return !path2.split(/[\\/]/).some((part) => part === "..");
 }
+var timeoutSeconds = (fallback) => external_exports.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
+  timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
   network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
   env: external_exports.array(envName).default([]).describe(
@@ -67715,7 +67718,9 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  timeout: timeoutSeconds(AGENT_TIMEOUT_SECONDS).describe(
+    "Hard wall-clock limit of one episode in seconds, whatever the budget unit."
+  ),
   env: external_exports.array(envName).default([]).describe(
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
@@ -67725,7 +67730,9 @@ var setupSchema = external_exports.strictObject({
   commands: external_exports.array(commandLine).default([]).describe(
     "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
   ),
-  timeout: external_exports.number().positive().default(SETUP_TIMEOUT_SECONDS).describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  timeout: timeoutSeconds(SETUP_TIMEOUT_SECONDS).describe(
+    `Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`
+  ),
   network: external_exports.boolean().default(true).describe(
     "Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise."
   ),
@@ -70043,6 +70050,12 @@ function planWarnings(config3, phases = plan(config3)) {
     );
   }
   warnings.push(...setupWarnings(config3, smallest));
+  const largest = Math.max(...phases.map((p) => p.budgetEach));
+  if (unit === "minutes" && largest * 60 > config3.agent.timeout) {
+    warnings.push(
+      `the largest episode gets ${formatNumber(largest, 3)} minutes, but agent.timeout (${config3.agent.timeout} s) stops every episode at ${formatNumber(config3.agent.timeout / 60, 3)}: set agent.timeout to at least ${Math.ceil(largest * 60)}`
+    );
+  }
   const a = config3.agent;
   const given = { model: a.model !== void 0, max_turns: a.max_turns !== void 0, args: a.args.length > 0 };
   const unread = a.kind === "command" ? Object.keys(given).filter((k) => given[k]) : [];

@@ -7419,6 +7419,8 @@ var MACHINE_SHORTAGE_PAUSE_MS = 5e3;
 var DISK_FULL_BELOW_BYTES = 64 * MiB;
 var DISK_FULL_BELOW_INODES = 1e3;
 var GRADE_SERVICE_MAX_CONNECTIONS = 64;
+var TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
+var TIMER_MAX_MS = 2 ** 31 - 1;
 var INIT_GRADER_TIMEOUT_SECONDS = 300;
 var WORKING_TREE_MAX_FILES = 2e4;
 var WORKING_TREE_MAX_BYTES = 1 * GiB;
@@ -8150,7 +8152,7 @@ function spawnAndWait(file2, args, options, confined2) {
   return new Promise((resolve8) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
-    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), options.timeoutMs);
+    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), Math.min(options.timeoutMs, TIMER_MAX_MS));
     const onAbort = () => stopper.stop(String(options.signal?.reason ?? "aborted"));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -28782,10 +28784,11 @@ function insideRepository(path) {
   if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
   return !path.split(/[\\/]/).some((part) => part === "..");
 }
+var timeoutSeconds = (fallback) => external_exports.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
+  timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
   network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
   env: external_exports.array(envName).default([]).describe(
@@ -28800,7 +28803,9 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  timeout: timeoutSeconds(AGENT_TIMEOUT_SECONDS).describe(
+    "Hard wall-clock limit of one episode in seconds, whatever the budget unit."
+  ),
   env: external_exports.array(envName).default([]).describe(
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
@@ -28810,7 +28815,9 @@ var setupSchema = external_exports.strictObject({
   commands: external_exports.array(commandLine).default([]).describe(
     "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
   ),
-  timeout: external_exports.number().positive().default(SETUP_TIMEOUT_SECONDS).describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  timeout: timeoutSeconds(SETUP_TIMEOUT_SECONDS).describe(
+    `Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`
+  ),
   network: external_exports.boolean().default(true).describe(
     "Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise."
   ),
@@ -30908,6 +30915,12 @@ function planWarnings(config2, phases = plan(config2)) {
     );
   }
   warnings.push(...setupWarnings(config2, smallest));
+  const largest = Math.max(...phases.map((p) => p.budgetEach));
+  if (unit === "minutes" && largest * 60 > config2.agent.timeout) {
+    warnings.push(
+      `the largest episode gets ${formatNumber(largest, 3)} minutes, but agent.timeout (${config2.agent.timeout} s) stops every episode at ${formatNumber(config2.agent.timeout / 60, 3)}: set agent.timeout to at least ${Math.ceil(largest * 60)}`
+    );
+  }
   const a = config2.agent;
   const given = { model: a.model !== void 0, max_turns: a.max_turns !== void 0, args: a.args.length > 0 };
   const unread = a.kind === "command" ? Object.keys(given).filter((k) => given[k]) : [];
@@ -40206,7 +40219,8 @@ var CompareRuns = class {
   /** Stops the other runs when one's setup cannot work. */
   halt = new AbortController();
   signal;
-  started = Date.now();
+  /** When this process began the runs, on the monotonic clock (wall clock steps do not move it). */
+  started = performance.now();
   failure = null;
   interrupted = false;
   spentAtStart;
@@ -40234,7 +40248,7 @@ var CompareRuns = class {
     return next;
   }
   clock() {
-    const t = Math.floor((Date.now() - this.started) / 1e3);
+    const t = Math.floor((performance.now() - this.started) / 1e3);
     return `[${String(Math.floor(t / 60)).padStart(2, "0")}:${String(t % 60).padStart(2, "0")}]`;
   }
   estimate() {
@@ -40243,7 +40257,7 @@ var CompareRuns = class {
       manifest: m,
       states: this.states,
       spentAtStart: this.spentAtStart,
-      elapsedSeconds: (Date.now() - this.started) / 1e3,
+      elapsedSeconds: (performance.now() - this.started) / 1e3,
       budget: m.budget ?? base.budget.total
     });
     if (left.runs === 0) return "All runs are done.";
@@ -40262,7 +40276,7 @@ var CompareRuns = class {
     this.o.log(
       `${this.clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`
     );
-    const t0 = Date.now();
+    const t0 = performance.now();
     const result = await drive(open4.state, {
       store: open4.store,
       forge: open4.forge,
@@ -40276,7 +40290,7 @@ var CompareRuns = class {
         if (line) this.o.log(`${this.clock()}   #${i + 1} ${line}`);
       }
     }).finally(async () => {
-      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1e3) * 1e3) / 1e3;
+      e.wallSeconds = Math.round((e.wallSeconds + (performance.now() - t0) / 1e3) * 1e3) / 1e3;
       await this.save();
     });
     this.states.set(result.state.id, result.state);
@@ -40294,7 +40308,7 @@ var CompareRuns = class {
     }
     const best = result.state.best?.score;
     this.o.log(
-      `${this.clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((Date.now() - t0) / 1e3)}. ${this.estimate()}`
+      `${this.clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((performance.now() - t0) / 1e3)}. ${this.estimate()}`
     );
     await this.outputs();
   }
@@ -40469,7 +40483,7 @@ async function runCompare(o) {
     runs.signal,
     runs.halt
   );
-  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - runs.started) / 1e3) * 1e3) / 1e3;
+  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (performance.now() - runs.started) / 1e3) * 1e3) / 1e3;
   await runs.save();
   await release2();
   if (error62 !== null) throw error62;
@@ -42365,8 +42379,8 @@ async function driveRun(open4, io) {
   let result;
   try {
     release2 = await open4.store.lock();
-    const start2 = Date.now();
-    const shown = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
+    const start2 = performance.now();
+    const shown = progressView(io.stdout, start2, () => performance.now(), io.env ?? process.env);
     view = shown;
     result = await driveThroughOutages(open4, io, (e) => shown.onEvent(e));
   } catch (e) {

@@ -33,8 +33,9 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
     // Held across the outage waits too: the run is this process's till it ends (status says so, a
     // resume is refused), and each drive inside takes it again. Taken before the view's timer starts.
     release = await open.store.lock();
-    const start = Date.now();
-    const shown = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
+    // The monotonic clock: a wall clock set back (NTP after a laptop wakes) would count backwards.
+    const start = performance.now();
+    const shown = progressView(io.stdout, start, () => performance.now(), io.env ?? process.env);
     view = shown;
     result = await driveThroughOutages(open, io, (e) => shown.onEvent(e));
   } catch (e) {

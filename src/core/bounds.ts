@@ -172,6 +172,14 @@ export const DISK_FULL_BELOW_BYTES = 64 * MiB;
 export const DISK_FULL_BELOW_INODES = 1000;
 /** Connections one episode's grade service holds at once: far more than an agent's gradings at once need. */
 export const GRADE_SERVICE_MAX_CONNECTIONS = 64;
+/**
+ * The longest timeout a config may set (agent, grader, setup, the map's judge), in seconds: a week.
+ * Node fires a timer of more than 2^31 - 1 ms (24.8 days) at once, so a month meant as "no limit"
+ * stopped every episode as it started; no episode of an overnight run needs more than a week.
+ */
+export const TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
+/** The longest delay Node's timers keep (2^31 - 1 ms); a longer one fires after 1 ms. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
 /** The most files a copy of the working tree may hold to be graded (when the commit gets no score): past it, no comparison. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TIMEOUT_MAX_SECONDS } from './bounds.js';
 import { hostPatternProblem } from './egress.js';
 import {
   AGENT_TIMEOUT_SECONDS,
@@ -89,10 +90,13 @@ export function insideRepository(path: string): boolean {
   return !path.split(/[\\/]/).some((part) => part === '..');
 }
 
+/** A timeout in seconds: positive, and at most TIMEOUT_MAX_SECONDS (a week). */
+const timeoutSeconds = (fallback: number) => z.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
+
 export const graderSchema = z.strictObject({
   command: z.string().min(1).describe('Shell command run in the workspace; its last stdout line is the score.'),
   direction: z.enum(['maximize', 'minimize']).default('maximize'),
-  timeout: z.number().positive().default(GRADER_TIMEOUT_SECONDS).describe('Seconds one grading may take.'),
+  timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe('Seconds one grading may take.'),
   protected: z
     .array(repoGlob)
     .default([])
@@ -126,11 +130,9 @@ export const agentSchema = z.strictObject({
     .positive()
     .optional()
     .describe('Most model turns in one episode, where the agent supports it.'),
-  timeout: z
-    .number()
-    .positive()
-    .default(AGENT_TIMEOUT_SECONDS)
-    .describe('Hard wall-clock limit of one episode in seconds, whatever the budget unit.'),
+  timeout: timeoutSeconds(AGENT_TIMEOUT_SECONDS).describe(
+    'Hard wall-clock limit of one episode in seconds, whatever the budget unit.',
+  ),
   env: z
     .array(envName)
     .default([])
@@ -156,11 +158,9 @@ export const setupSchema = z.strictObject({
     .describe(
       "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result.",
     ),
-  timeout: z
-    .number()
-    .positive()
-    .default(SETUP_TIMEOUT_SECONDS)
-    .describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  timeout: timeoutSeconds(SETUP_TIMEOUT_SECONDS).describe(
+    `Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`,
+  ),
   network: z
     .boolean()
     .default(true)

@@ -130,6 +130,14 @@ export function planWarnings(config: Config, phases = plan(config)): string[] {
     );
   }
   warnings.push(...setupWarnings(config, smallest));
+  // A budget in minutes is time the agent may work: agent.timeout cutting it short leaves it unspent.
+  const largest = Math.max(...phases.map((p) => p.budgetEach));
+  if (unit === 'minutes' && largest * 60 > config.agent.timeout) {
+    warnings.push(
+      `the largest episode gets ${formatNumber(largest, 3)} minutes, but agent.timeout (${config.agent.timeout} s) stops ` +
+        `every episode at ${formatNumber(config.agent.timeout / 60, 3)}: set agent.timeout to at least ${Math.ceil(largest * 60)}`,
+    );
+  }
   const a = config.agent;
   const given = { model: a.model !== undefined, max_turns: a.max_turns !== undefined, args: a.args.length > 0 };
   const unread = a.kind === 'command' ? Object.keys(given).filter((k) => given[k as keyof typeof given]) : [];

@@ -15,6 +15,7 @@ import {
   SECOND_SIGNAL_AFTER_MS,
   STOP_ALL_GRACE_MS,
   STOP_GRACE_MS,
+  TIMER_MAX_MS,
 } from '../core/bounds.js';
 import { keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
@@ -144,8 +145,11 @@ function spawnAndWait(
     const child = startChild(file, args, options, confined);
     // 2. How it is stopped: for time, for the abort signal, or for a log that is full.
     const stopper = stopperFor(child, options, confined);
+    // Clamped: Node fires a longer timer at once (a config's timeouts are bounded well below it).
     const timer =
-      options.timeoutMs === undefined ? undefined : setTimeout(() => stopper.stop('timeout'), options.timeoutMs);
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => stopper.stop('timeout'), Math.min(options.timeoutMs, TIMER_MAX_MS));
     const onAbort = () => stopper.stop(String(options.signal?.reason ?? 'aborted'));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });

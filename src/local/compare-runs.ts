@@ -108,7 +108,8 @@ export class CompareRuns {
   /** Stops the other runs when one's setup cannot work. */
   readonly halt = new AbortController();
   readonly signal: AbortSignal;
-  readonly started = Date.now();
+  /** When this process began the runs, on the monotonic clock (wall clock steps do not move it). */
+  readonly started = performance.now();
   failure: { code: number; message: string } | null = null;
   interrupted = false;
   private readonly spentAtStart: Map<string, number>;
@@ -146,7 +147,7 @@ export class CompareRuns {
   }
 
   private clock(): string {
-    const t = Math.floor((Date.now() - this.started) / 1000);
+    const t = Math.floor((performance.now() - this.started) / 1000);
     return `[${String(Math.floor(t / 60)).padStart(2, '0')}:${String(t % 60).padStart(2, '0')}]`;
   }
 
@@ -156,7 +157,7 @@ export class CompareRuns {
       manifest: m,
       states: this.states,
       spentAtStart: this.spentAtStart,
-      elapsedSeconds: (Date.now() - this.started) / 1000,
+      elapsedSeconds: (performance.now() - this.started) / 1000,
       budget: m.budget ?? base.budget.total,
     });
     if (left.runs === 0) return 'All runs are done.';
@@ -176,7 +177,7 @@ export class CompareRuns {
     this.o.log(
       `${this.clock()} ${label}: ${open.state.rounds.length > 0 ? 'resumed' : 'started'} as run ${open.state.id}`,
     );
-    const t0 = Date.now();
+    const t0 = performance.now();
     const result = await drive(open.state, {
       store: open.store,
       forge: open.forge,
@@ -195,7 +196,7 @@ export class CompareRuns {
         if (line) this.o.log(`${this.clock()}   #${i + 1} ${line}`);
       },
     }).finally(async () => {
-      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1000) * 1000) / 1000;
+      e.wallSeconds = Math.round((e.wallSeconds + (performance.now() - t0) / 1000) * 1000) / 1000;
       await this.save();
     });
     this.states.set(result.state.id, result.state);
@@ -216,7 +217,7 @@ export class CompareRuns {
     const best = result.state.best?.score;
     this.o.log(
       `${this.clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === undefined ? 'none' : formatNumber(best, 4)}`}, ` +
-        `spent ${formatNumber(spentOf(result.state), 2)} ${base.budget.unit} in ${duration((Date.now() - t0) / 1000)}. ${this.estimate()}`,
+        `spent ${formatNumber(spentOf(result.state), 2)} ${base.budget.unit} in ${duration((performance.now() - t0) / 1000)}. ${this.estimate()}`,
     );
     await this.outputs();
   }

@@ -200,7 +200,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
     runs.halt,
   );
   // 4. The compare's wall time saved, its outputs written, and its exit code.
-  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - runs.started) / 1000) * 1000) / 1000;
+  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (performance.now() - runs.started) / 1000) * 1000) / 1000;
   await runs.save();
   await release();
   if (error !== null) throw error;

@@ -5,7 +5,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { cli, cliWith, plainEnv } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
@@ -61,6 +61,23 @@ describe('the CLI as a CLI', () => {
     expect(spend.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(100, 6);
     expect(json.phases.at(-1).cumulative).toBeCloseTo(100, 6);
   });
+
+  it('counts progress time on the monotonic clock: a wall clock set back mid-run (NTP after a wake) shows no negative [mm:ss]', async () => {
+    const repo = makeTaskRepo();
+    const real = Date.now.bind(Date);
+    let reads = 0;
+    // The first reading is the run's start; from then on the wall clock reads two hours earlier.
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => (reads++ === 0 ? real() : real() - 2 * 3_600_000));
+    try {
+      const r = await cli('run', repo.dir, '--strategy', 'single-run', '--budget', '12');
+      expect(r.code, r.err).toBe(0);
+      const stamps = r.out.split('\n').flatMap((l) => /^\[([^\]]*)\]/.exec(l)?.[1] ?? []);
+      expect(stamps.length).toBeGreaterThan(0);
+      expect(stamps.filter((t) => t.includes('-'))).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+  }, 120_000);
 
   it('colours progress on a terminal unless NO_COLOR, and with FORCE_COLOR even in a pipe', async () => {
     // SGR colour codes; a terminal also gets cursor moves for the live footer, which are not colour.

@@ -34,6 +34,13 @@ describe('runShell stops', () => {
     expect(alive(stray)).toBe(false);
   });
 
+  it("a timeout past what Node's timers hold (24.8 days) does not fire at once", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkflush-proc-'));
+    const result = await runShell('sleep 0.3; echo done', { cwd: dir, timeoutMs: 30 * 24 * 3_600_000 });
+    expect(result.stopped).toBeNull();
+    expect(result.stdout.trim()).toBe('done');
+  });
+
   it('finds the whole tree below a process', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'forkflush-proc-'));
     const running = runShell("sh -c 'echo $$ > inner.pid; sleep 30' & echo $$ > outer.pid; wait", {

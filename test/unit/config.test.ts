@@ -215,6 +215,20 @@ journal: NOTES.md
     expect(parseConfig(`${minimal}  episode: 0.4\n`, 'x').budget.episode).toBe(0.4);
   });
 
+  it('refuses a timeout of more than a week, which Node would fire at once past 24.8 days, naming the key', () => {
+    // A month meant as "no limit": every episode and grading stopped as it started.
+    const month = 30 * 24 * 3600;
+    const text = minimal
+      .replace('  command: node grade.mjs\n', `  command: node grade.mjs\n  timeout: ${month}\n`)
+      .replace('  command: node agent.mjs\n', `  command: node agent.mjs\n  timeout: ${month}\n`);
+    expect(problems(`${text}setup:\n  commands: [npm ci]\n  timeout: ${month}\n`)).toEqual([
+      `.github/autoresearch.yml:3:12: grader.timeout must be at most 604800, got ${month}`,
+      `.github/autoresearch.yml:6:12: agent.timeout must be at most 604800, got ${month}`,
+      `.github/autoresearch.yml:12:12: setup.timeout must be at most 604800, got ${month}`,
+    ]);
+    expect(parseConfig(text.replaceAll(String(month), '604800'), 'x').agent.timeout).toBe(604800);
+  });
+
   it('refuses evaluations an episode cannot grade with: under one grading, a round would spend past the budget', () => {
     const evals = (total: number, more = '') =>
       `${minimal.replace('total: 400\n  unit: tokens', `total: ${total}\n  unit: evaluations`)}${more}`;

@@ -94,6 +94,20 @@ describe('a grader that pipes its output', () => {
   });
 });
 
+describe('a budget in minutes and agent.timeout', () => {
+  it('names agent.timeout when it stops episodes short of their minutes (a night of 600: 36-minute episodes cut at 30)', () => {
+    const c = config();
+    const night = { ...c, budget: { ...c.budget, total: 600, unit: 'minutes' as const, episode: 36 } };
+    const timeout = (w: string) => w.includes('agent.timeout');
+    expect(planWarnings(night).filter(timeout)).toEqual([
+      'the largest episode gets 36 minutes, but agent.timeout (1800 s) stops every episode at 30: set agent.timeout to at least 2160',
+    ]);
+    expect(planWarnings({ ...night, agent: { ...night.agent, timeout: 2160 } }).filter(timeout)).toEqual([]);
+    // Tokens are no time: the timeout only bounds a stuck agent.
+    expect(planWarnings({ ...c, agent: { ...c.agent, timeout: 60 } }).filter(timeout)).toEqual([]);
+  });
+});
+
 describe('settings the agent kind does not read', () => {
   it('agent.model, max_turns and args with the command agent are named', () => {
     const c = config();
