@@ -69512,6 +69512,12 @@ function extraRefusal(state, now) {
   }
   return null;
 }
+function untilPassed(config3, now) {
+  const { until } = extraRounds(config3);
+  const today = now.toISOString().slice(0, 10);
+  if (until === null || today <= until) return null;
+  return `\`schedule.until\` (${until}) has passed (today is ${today}, UTC), so no round after the plan could run: set a later date`;
+}
 function extraRoundsText(config3) {
   const x = extraRounds(config3);
   if (config3.schedule === "none" || forkRefusalOf(config3) !== null) return null;
@@ -72569,7 +72575,7 @@ async function startRun(ctx, issue3, asked, requested) {
   if (existing) return startExisting(ctx, existing, asked);
   const overrides = await overridesFor(ctx.api, issue3, asked, requested);
   if (overrides !== null && "problem" in overrides) return overrides;
-  const setup = await readSetup(ctx.api, run2, overrides);
+  const setup = await readSetup(ctx.api, run2, overrides, ctx.now);
   if ("problem" in setup) return setup;
   const state = newRunState({
     id: run2,
@@ -72629,7 +72635,7 @@ ${given.problems.map((p) => `- ${p}`).join("\n")}`
   }
   return { given, source };
 }
-async function readSetup(api, run2, overrides) {
+async function readSetup(api, run2, overrides, now) {
   const repository = await api.repository();
   const branch = repository.defaultBranch;
   const text = await api.readFile(CONFIG_PATH, branch);
@@ -72655,6 +72661,8 @@ async function readSetup(api, run2, overrides) {
 ${e.problems.map((p) => `- ${p}`).join("\n")}`
     };
   }
+  const ended = untilPassed(config3, now);
+  if (ended) return { problem: `${ended} (fix it on \`${branch}\`, then label the issue again).` };
   const loaded = await loadTemplates(config3, (path2) => api.readFile(path2, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };

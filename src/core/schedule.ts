@@ -130,6 +130,14 @@ export function extraRefusal(state: RunState, now: Date): string | null {
   return null;
 }
 
+/** Why a new run's config cannot have its rounds after the plan: its `schedule.until` is past; or null. */
+export function untilPassed(config: Config, now: Date): string | null {
+  const { until } = extraRounds(config);
+  const today = now.toISOString().slice(0, 10);
+  if (until === null || today <= until) return null;
+  return `\`schedule.until\` (${until}) has passed (today is ${today}, UTC), so no round after the plan could run: set a later date`;
+}
+
 /** The rounds after the plan, in a line for the plan and the issue (null: a config that asks for none nightly and sets no budget). */
 export function extraRoundsText(config: Config): string | null {
   const x = extraRounds(config);

@@ -9,6 +9,7 @@ import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
 import { overridesInText, parseOverrides, type RunOverrides } from '../core/run-overrides.js';
+import { untilPassed } from '../core/schedule.js';
 import { remember, seenAny } from '../core/seen-events.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { haltsOnGitHub, runStop } from '../core/stop.js';
@@ -71,7 +72,7 @@ export async function startRun(
   // 2. What the run starts from (the config with its overrides), or why it cannot start.
   const overrides = await overridesFor(ctx.api, issue, asked, requested);
   if (overrides !== null && 'problem' in overrides) return overrides;
-  const setup = await readSetup(ctx.api, run, overrides);
+  const setup = await readSetup(ctx.api, run, overrides, ctx.now);
   if ('problem' in setup) return setup;
   // 3. Its record, and its lineages at the base.
   const state = newRunState({
@@ -157,6 +158,7 @@ async function readSetup(
   api: GitHubApi,
   run: string,
   overrides: { given: RunOverrides; source: string } | null,
+  now: Date,
 ): Promise<RunSetup | { problem: string }> {
   const repository = await api.repository();
   const branch = repository.defaultBranch;
@@ -181,6 +183,9 @@ async function readSetup(
       problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:\n\n${e.problems.map((p) => `- ${p}`).join('\n')}`,
     };
   }
+  // A date already past (a slip of the year) would promise nightly rounds that never run.
+  const ended = untilPassed(config, now);
+  if (ended) return { problem: `${ended} (fix it on \`${branch}\`, then label the issue again).` };
   const loaded = await loadTemplates(config, (path) => api.readFile(path, branch), `\`${branch}\``);
   if ('problem' in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };

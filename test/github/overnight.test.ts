@@ -138,6 +138,26 @@ async function finishedNightlyRun(more = ''): Promise<Harness> {
 }
 
 describe('overnight: the nightly rounds', () => {
+  it('a config whose schedule.until has passed (a slip of the year) starts no run, and says why and on which date', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, until: 2025-12-01 }\n`,
+    }).load();
+    expect(h.clock.toISOString().slice(0, 10)).toBe('2026-11-30');
+    await h.label(7);
+    expect(h.gh.dispatches).toEqual([]);
+    expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body)).toContainEqual(
+      expect.stringContaining(
+        '`schedule.until` (2025-12-01) has passed (today is 2026-11-30, UTC), so no round after the plan could run: set a later date (fix it on `main`, then label the issue again).',
+      ),
+    );
+    // Its last day is still a day it may start on.
+    const today = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, until: 2026-11-30 }\n`,
+    }).load();
+    await today.label(7);
+    expect(today.gh.dispatches).toHaveLength(1);
+  });
+
   it('keep to limits.runs_per_repo: the nightly tick does not set more runs going at once than it allows', async () => {
     const h = await finishedNightlyRun('limits:\n  runs_per_repo: 1\n');
     await h.label(8);
