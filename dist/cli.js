@@ -32241,7 +32241,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm17, writeFile as writeFile16 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -38439,7 +38439,7 @@ function judgeRedactor(config2, env) {
 
 // src/worker/episode.ts
 async function runEpisode(job) {
-  const charged2 = { spent: null };
+  const charged2 = job.charged ?? { spent: null };
   try {
     return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged2);
   } catch (e) {
@@ -38476,12 +38476,13 @@ async function episode(job, charged2) {
       partial2.basis === "estimated"
     );
   }
-  charged2.spent = chargeOf(false).spent;
+  const ranCharge = chargeOf(false);
+  Object.assign(charged2, { spent: ranCharge.spent, estimated: ranCharge.basis === "estimated" });
   if (ran.logFull) throw new Error(`the agent's log could not be written: ${ran.logFull}`);
   const recorded = await recordStep(job, b, setup.excludes);
   const unchanged = !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start2.tree;
   const charge = chargeOf(unchanged);
-  charged2.spent = charge.spent;
+  Object.assign(charged2, { spent: charge.spent, estimated: charge.basis === "estimated" });
   const graded = await gradeStep(job, b, recorded, charge);
   const made = resultOf2(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
   return commitResult(job, recorded.snap, made, started);
@@ -38589,6 +38590,11 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
       note: [`graded again with no other branch running: the first grading (${first}) ran beside others`, g.note].filter(Boolean).join("; ")
     };
   }
+  if (g.machineShort === "disk")
+    throw new DiskFullError(
+      `the disk is full (the judge ran out of it grading ${job.episode.id}, twice): ${job.episode.id} was not recorded; free some space and resume the run`,
+      charge.spent
+    );
   const hide2 = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
 ${g.stdout}${g.stderr}`;
@@ -38854,6 +38860,11 @@ var Driver = class _Driver {
     );
     if ("interrupted" in result) {
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
+      if (result.failure) {
+        await this.save().catch(() => {
+        });
+        throw result.failure;
+      }
       if (result.problem) {
         diskFull2(result.problem);
         this.halt.abort("disk");
@@ -38875,7 +38886,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
   const abandoned = abandonedResult(roundOf2(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
   if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
-    const full = await diskFull(err, [o.store.path()]);
+    const full = err instanceof DiskFullError ? err.message : await diskFull(err, [o.store.path()]);
     if (full)
       return { problem: `the disk is full (${full}): ${e.id} could not be set up; free some space and resume the run` };
     throw err;
@@ -38885,6 +38896,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);
   emit({ type: "episode-start", state, episode: e });
+  const charged2 = { spent: null };
   try {
     const result = await runEpisode({
       runId: state.id,
@@ -38908,8 +38920,13 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
       ...o.env ? { env: o.env } : {},
       ...o.sleep ? { sleep: o.sleep } : {},
       warn: (warning) => emit({ type: "episode-warning", state, episode: e, warning }),
-      agentStarting: starting
+      agentStarting: starting,
+      charged: charged2
+    }).catch((err) => {
+      if (err instanceof InterruptedError || err instanceof DiskFullError || charged2.spent === null) throw err;
+      return { interrupted: charged2.spent, estimated: charged2.estimated ?? false, failure: err };
     });
+    if ("failure" in result) return result;
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
@@ -38945,7 +38962,7 @@ import {
   readdir as readdir14,
   readFile as readFile10,
   realpath as realpath6,
-  rm as rm16,
+  rm as rm17,
   stat as stat10,
   writeFile as writeFile15
 } from "node:fs/promises";
@@ -39086,7 +39103,9 @@ var LocalForge = class {
       if (await exists2(from)) {
         await cleanAgentFolder(from, CONTEXT_LIMITS);
         await cp2(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
+          const full = await diskFull(err, [this.store.path()]);
           await removeTree(context);
+          if (full) throw new DiskFullError(`${e.contextFrom}'s context could not be copied for ${e.id}: ${full}`, 0);
           notes.push(
             `${e.contextFrom}'s context could not be copied (${err.message}): this episode started with an empty context`
           );
@@ -39223,7 +39242,7 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm14 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm15 } from "node:fs/promises";
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
@@ -39270,7 +39289,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, rm as rm14, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39314,15 +39333,28 @@ var RunStore = class _RunStore {
   async init(info) {
     await mkdir15(this.dir, { recursive: true, mode: 448 });
     await chmod4(this.dir, 448);
-    await writeFile14(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
-      if (e.code !== "EEXIST") throw e;
+    const keyFile = this.path(SEAL_KEY);
+    await writeDurably(keyFile, newSealKey(), { mode: 384, flag: "wx" }).catch(async (e) => {
+      if (e.code === "EEXIST") return;
+      await rm14(keyFile, { force: true });
+      throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
   }
-  /** The key that seals this run's result commits; null for a run made before seals. */
+  /**
+   * The key that seals this run's result commits; null for a run made before seals. A damaged one
+   * (a power cut) is a RecordError: results sealed without it could never be recovered after a crash.
+   */
   async sealKey() {
-    const key2 = await readFile9(this.path(SEAL_KEY)).catch(() => null);
-    return key2 && key2.length === 32 ? key2 : null;
+    const file2 = this.path(SEAL_KEY);
+    const key2 = await readFile9(file2).catch((e) => {
+      if (e.code === "ENOENT") return null;
+      throw e;
+    });
+    if (key2 === null || key2.length === 32) return key2;
+    throw new RecordError(
+      `${file2}: ${key2.length} bytes where the run's key has 32: the file is damaged, and results sealed with it cannot be checked; start a new run`
+    );
   }
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
   async info() {
@@ -39438,14 +39470,22 @@ async function readRecordFile(file2) {
 var tmpCount = 0;
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  const handle = await open3(tmp, "w");
+  try {
+    await writeDurably(tmp, content, { flag: "w" });
+    await rename7(tmp, file2);
+  } catch (e) {
+    await rm14(tmp, { force: true });
+    throw e;
+  }
+}
+async function writeDurably(file2, content, how) {
+  const handle = await open3(file2, how.flag, how.mode);
   try {
     await handle.writeFile(content);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await rename7(tmp, file2);
 }
 
 // src/local/initial-grade.ts
@@ -39522,8 +39562,8 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
     );
     return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
   } finally {
-    await rm14(dir, { recursive: true, force: true });
-    await rm14(scratch, { recursive: true, force: true });
+    await rm15(dir, { recursive: true, force: true });
+    await rm15(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
@@ -39538,7 +39578,7 @@ import { basename as basename3, isAbsolute as isAbsolute8, join as join29 } from
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm15, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm16, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
 import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4 } from "node:path";
 async function hiddenInSandbox(v) {
@@ -39580,7 +39620,7 @@ async function hiddenInSandbox(v) {
     }
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm15(dir, { recursive: true, force: true }).catch(() => {
+    await rm16(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -39969,14 +40009,14 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm16(store.dir, { recursive: true, force: true });
+      await rm17(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm16(store.dir, { recursive: true, force: true });
+    await rm17(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
@@ -40441,7 +40481,7 @@ async function dryRunCompare(o, c) {
     now: o.now(),
     dryRun: true,
     ...o.env ? { env: o.env } : {}
-  }).finally(() => scratch ? rm17(scratch, { recursive: true, force: true }) : void 0);
+  }).finally(() => scratch ? rm18(scratch, { recursive: true, force: true }) : void 0);
   for (const w of check2.warnings) o.log(`note: ${w}`);
   const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
   return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -40680,7 +40720,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir20, readFile as readFile12, rm as rm18, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir20, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -40753,7 +40793,7 @@ async function initTask(dir, v, io) {
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm18(made, { recursive: true, force: true });
+    if (made !== void 0) await rm19(made, { recursive: true, force: true });
     throw e;
   }
   for (const f2 of written) io.stdout.write(`wrote ${f2}
@@ -41456,7 +41496,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm19, stat as stat11, writeFile as writeFile19 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm20, stat as stat11, writeFile as writeFile19 } from "node:fs/promises";
 import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -41476,7 +41516,7 @@ async function askJudge(s, call, allowance) {
     if (!reply.ok) reply.log = await keepLog(s, call, join35(dir, "judge.log"));
     return reply;
   } finally {
-    await rm19(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm20(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
@@ -42523,6 +42563,17 @@ async function resumeCommand(dir, p, io) {
   if (open4.state.status === "finished") {
     io.stdout.write(`run ${open4.state.id} is already finished.
 `);
+    const best = open4.state.best;
+    const broken = best ? await open4.forge.moveBest(open4.state, best.commit).catch((e) => e) : void 0;
+    if (best && broken) {
+      const ref = `refs/heads/${bestBranch(open4.state.id)}`;
+      io.stderr.write(
+        `forkflush: the best branch ${bestBranch(open4.state.id)} cannot be set to the best workspace, ${best.commit} (${broken.message.split("\n").find((l) => l.startsWith("fatal:")) ?? broken.message.split("\n")[0]}).
+Take it home by its commit (git merge ${best.commit}), or remove the broken ref's file (rm "$(git rev-parse --git-path ${ref})") and resume again to restore the branch.
+`
+      );
+      return 1;
+    }
     return printResult(open4, io);
   }
   const driver = await open4.store.driver();
@@ -42553,7 +42604,7 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath7, rm as rm20 } from "node:fs/promises";
+import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath7, rm as rm21 } from "node:fs/promises";
 import { tmpdir as tmpdir5 } from "node:os";
 import { join as join40 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
@@ -42611,7 +42662,7 @@ async function smoke(o, io) {
 `);
       return 1;
     }
-    await rm20(failedLogs, { recursive: true, force: true });
+    await rm21(failedLogs, { recursive: true, force: true });
     io.stdout.write(
       `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
 ${reply.text.trim()}
@@ -42619,7 +42670,7 @@ ${reply.text.trim()}
     );
     return 0;
   } finally {
-    await rm20(work, { recursive: true, force: true });
+    await rm21(work, { recursive: true, force: true });
   }
 }
 function smokeCap(config2) {

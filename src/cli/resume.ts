@@ -1,6 +1,7 @@
 // `forkflush resume [DIR] [--run ID]`: continues an interrupted or stopped run where it was saved.
 import { stat } from 'node:fs/promises';
 import { UserError } from '../core/errors.js';
+import { bestBranch } from '../core/names.js';
 import { setupFailed } from '../core/state.js';
 import { retryStopped, runStop } from '../core/stop.js';
 import { openRun, retryStop } from '../local/start.js';
@@ -20,6 +21,20 @@ export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<num
     );
   if (open.state.status === 'finished') {
     io.stdout.write(`run ${open.state.id} is already finished.\n`);
+    // The best branch as the state has it, before the result names it: a power cut can leave git's
+    // loose ref empty, and the take-home command would then fail (git will not overwrite it either).
+    const best = open.state.best;
+    const broken = best ? await open.forge.moveBest(open.state, best.commit).catch((e: Error) => e) : undefined;
+    if (best && broken) {
+      const ref = `refs/heads/${bestBranch(open.state.id)}`;
+      io.stderr.write(
+        `forkflush: the best branch ${bestBranch(open.state.id)} cannot be set to the best workspace, ${best.commit} ` +
+          `(${broken.message.split('\n').find((l) => l.startsWith('fatal:')) ?? broken.message.split('\n')[0]}).\n` +
+          `Take it home by its commit (git merge ${best.commit}), or remove the broken ref's file ` +
+          `(rm "$(git rev-parse --git-path ${ref})") and resume again to restore the branch.\n`,
+      );
+      return 1;
+    }
     return printResult(open, io);
   }
   const driver = await open.store.driver();

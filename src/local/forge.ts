@@ -12,6 +12,7 @@ import { CONTEXT_LIMITS, cleanAgentFolder, removeTree } from '../io/agent-files.
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
+import { DiskFullError, diskFull } from '../worker/episode-errors.js';
 import { verifySeal } from '../worker/seal.js';
 import { dropRoundObjects, linkObjects, type RoundObjects, roundObjects } from './round-objects.js';
 import type { RunStore } from './store.js';
@@ -115,11 +116,14 @@ export class LocalForge implements ForgeWork {
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       // Carried and copied contexts are copies: a failed episode never damages its parent's context.
-      // A context that cannot be copied starts the episode fresh, never stops the run.
+      // A context that cannot be copied starts the episode fresh, never stops the run, unless the
+      // disk is full: that stops the run (told before the part copy goes, which frees the space).
       if (await exists(from)) {
         await cleanAgentFolder(from, CONTEXT_LIMITS);
         await cp(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err: Error) => {
+          const full = await diskFull(err, [this.store.path()]);
           await removeTree(context);
+          if (full) throw new DiskFullError(`${e.contextFrom}'s context could not be copied for ${e.id}: ${full}`, 0);
           notes.push(
             `${e.contextFrom}'s context could not be copied (${err.message}): this episode started with an empty context`,
           );

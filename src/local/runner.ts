@@ -12,7 +12,7 @@ import { gitRunsFromTree } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { runEpisode } from '../worker/episode.js';
 import { DiskFullError, diskFull, InterruptedError } from '../worker/episode-errors.js';
-import type { SharedMachine } from '../worker/episode-input.js';
+import type { Charged, SharedMachine } from '../worker/episode-input.js';
 import { SetupCache } from '../worker/setup.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
@@ -202,6 +202,11 @@ class Driver {
     if ('interrupted' in result) {
       // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
+      if (result.failure) {
+        // Failed unforeseen once its agent had run: charged what it spent, then the run's end.
+        await this.save().catch(() => {});
+        throw result.failure;
+      }
       // A full disk stops the episodes in flight too: they would fail the same way.
       if (result.problem) {
         diskFull(result.problem);
@@ -233,13 +238,13 @@ async function runOne(
   emit: (e: RunEvent) => void,
   starting: () => Promise<void>,
   sharedMachine: SharedMachine,
-): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
+): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string; failure?: unknown }> {
   // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
   const abandoned = abandonedResult(roundOf(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
   if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
     // Before its start is recorded: a full disk charges nothing, and the episode runs on resume.
-    const full = await diskFull(err, [o.store.path()]);
+    const full = err instanceof DiskFullError ? err.message : await diskFull(err, [o.store.path()]);
     if (full)
       return { problem: `the disk is full (${full}): ${e.id} could not be set up; free some space and resume the run` };
     throw err;
@@ -249,6 +254,7 @@ async function runOne(
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);
   emit({ type: 'episode-start', state, episode: e });
+  const charged: Charged = { spent: null };
   try {
     const result = await runEpisode({
       runId: state.id,
@@ -273,7 +279,14 @@ async function runOne(
       ...(o.sleep ? { sleep: o.sleep } : {}),
       warn: (warning) => emit({ type: 'episode-warning', state, episode: e, warning }),
       agentStarting: starting,
+      charged,
+    }).catch((err: unknown) => {
+      if (err instanceof InterruptedError || err instanceof DiskFullError || charged.spent === null) throw err;
+      // A step after the agent failed unforeseen (a disk turned read-only, no file handles left):
+      // the agent's spend is known, not a killed start's to estimate on resume.
+      return { interrupted: charged.spent, estimated: charged.estimated ?? false, failure: err };
     });
+    if ('failure' in result) return result;
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {

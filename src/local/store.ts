@@ -1,7 +1,7 @@
 // Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
 // file, written atomically after every step, so a crash loses at most the step in flight; the
 // episode commits themselves hold their results, so even that step is recovered from git.
-import { chmod, link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import {
@@ -71,16 +71,30 @@ export class RunStore {
     // look into the workspaces, contexts and boxes it hands over to it.
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     await chmod(this.dir, 0o700);
-    await writeFile(this.path(SEAL_KEY), newSealKey(), { mode: 0o600, flag: 'wx' }).catch((e) => {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const keyFile = this.path(SEAL_KEY);
+    await writeDurably(keyFile, newSealKey(), { mode: 0o600, flag: 'wx' }).catch(async (e) => {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return;
+      // Not left part-written (a full disk): a damaged key stops every later resume.
+      await rm(keyFile, { force: true });
+      throw e;
     });
     await writeAtomic(this.path('run.json'), recordText(LOCAL_RUN_RECORD, info, 2));
   }
 
-  /** The key that seals this run's result commits; null for a run made before seals. */
+  /**
+   * The key that seals this run's result commits; null for a run made before seals. A damaged one
+   * (a power cut) is a RecordError: results sealed without it could never be recovered after a crash.
+   */
   async sealKey(): Promise<Buffer | null> {
-    const key = await readFile(this.path(SEAL_KEY)).catch(() => null);
-    return key && key.length === 32 ? key : null;
+    const file = this.path(SEAL_KEY);
+    const key = await readFile(file).catch((e) => {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    });
+    if (key === null || key.length === 32) return key;
+    throw new RecordError(
+      `${file}: ${key.length} bytes where the run's key has 32: the file is damaged, and results sealed with it cannot be checked; start a new run`,
+    );
   }
 
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
@@ -225,13 +239,24 @@ let tmpCount = 0;
 export async function writeAtomic(file: string, content: string): Promise<void> {
   const tmp = `${file}.${process.pid}.${++tmpCount}.tmp`;
   // On the disk before the rename: after a power cut the file is the old one or the new one, never
-  // an empty one (which some filesystems leave of a rename whose data was not yet written).
-  const handle = await open(tmp, 'w');
+  // an empty one (which some filesystems leave of a rename whose data was not yet written). A write
+  // refused (a full disk) takes its part-written temp file with it: it held the space the next needs.
+  try {
+    await writeDurably(tmp, content, { flag: 'w' });
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Writes a file and syncs it to the disk before it returns. */
+async function writeDurably(file: string, content: string | Buffer, how: { flag: string; mode?: number }) {
+  const handle = await open(file, how.flag, how.mode);
   try {
     await handle.writeFile(content);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await rename(tmp, file);
 }

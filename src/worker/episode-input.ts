@@ -59,6 +59,11 @@ export interface EpisodeJob {
    * (core/attempts.ts), so that a forkflush killed in setup, before anything was spent, is charged nothing.
    */
   agentStarting?: () => Promise<void>;
+  /**
+   * Filled in with what the agent spent once it is known: a local run charges that when a later
+   * step fails unforeseen (a disk turned read-only), not a killed start's whole allowance.
+   */
+  charged?: Charged;
   /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
   judgeMachine?: JudgeMachine;
   /** The other episodes on this machine (a local run's): a judge that timed out while one ran is graded again alone. */
@@ -71,4 +76,11 @@ export interface SharedMachine {
   othersSince(): () => boolean;
   /** Runs `fn` once no other episode is in flight, none starting meanwhile; rejects if `signal` stops the wait. */
   alone<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T>;
+}
+
+/** What an episode's agent spent, once known (a full disk after that still charges it). */
+export interface Charged {
+  spent: number | null;
+  /** The agent reported no usage: `spent` is estimated by the time it ran (core/charge.ts). */
+  estimated?: boolean;
 }

@@ -30,7 +30,7 @@ import { episodeLogs, expandHome, setupConfinement, withAccount } from './bounda
 import { baseSnapshot, type Snapshot, snapshot } from './cleanroom.js';
 import { type AgentRun, type EpisodeBox, prepareBox, runAgentStep } from './episode-agent.js';
 import { DiskFullError, diskFull, InterruptedError } from './episode-errors.js';
-import type { EpisodeJob } from './episode-input.js';
+import type { Charged, EpisodeJob } from './episode-input.js';
 import { addLosersSection, commitResult, seconds, setupResult, triesNotes } from './episode-result.js';
 import { gradeAsJudge, type JudgeGrading } from './grade.js';
 import { judge, NO_GRADING } from './judge.js';
@@ -38,7 +38,7 @@ import { judgeRedactor } from './redact.js';
 import { prepareWorkspace } from './setup.js';
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
-  const charged: Charged = { spent: null };
+  const charged: Charged = job.charged ?? { spent: null };
   try {
     // Every git command of the episode stops with it (Ctrl-C, SIGTERM), whatever it is doing.
     return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged);
@@ -59,11 +59,6 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     // A box that cannot be removed is left, never a reason to lose the episode's outcome.
     await removeTree(job.places.box).catch(() => {});
   }
-}
-
-/** What an episode's agent spent, once known (a full disk after that still charges it). */
-interface Charged {
-  spent: number | null;
 }
 
 async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult> {
@@ -94,7 +89,8 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       partial.basis === 'estimated',
     );
   }
-  charged.spent = chargeOf(false).spent;
+  const ranCharge = chargeOf(false);
+  Object.assign(charged, { spent: ranCharge.spent, estimated: ranCharge.basis === 'estimated' });
   if (ran.logFull) throw new Error(`the agent's log could not be written: ${ran.logFull}`);
   // 6. The workspace as forkflush's own git records it, protected paths as they were at the base.
   const recorded = await recordStep(job, b, setup.excludes);
@@ -102,7 +98,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const unchanged =
     !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start.tree;
   const charge = chargeOf(unchanged);
-  charged.spent = charge.spent;
+  Object.assign(charged, { spent: charge.spent, estimated: charge.basis === 'estimated' });
   // 7. The judge grades a fresh checkout of exactly that tree.
   const graded = await gradeStep(job, b, recorded, charge);
   // 8. The result, committed on the episode's base.
@@ -251,6 +247,13 @@ async function gradeStep(
         .join('; '),
     };
   }
+  // A disk the judge found full twice says nothing of the branch, and stays full: the run stops,
+  // as for a disk full in any other step, and the episode runs again on resume.
+  if (g.machineShort === 'disk')
+    throw new DiskFullError(
+      `the disk is full (the judge ran out of it grading ${job.episode.id}, twice): ${job.episode.id} was not recorded; free some space and resume the run`,
+      charge.spent,
+    );
   // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
   // Neither shows what grader.env and setup.env hold: the graded code could print it.
   const hide = judgeRedactor(job.config, b.source);
