@@ -4,7 +4,7 @@
 // otherwise), so the machine's disk is never filled. And one whose context costs disk and time
 // without bytes: a context past its entries is emptied, as one past its bytes is.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunState } from '../../src/core/state.js';
@@ -16,6 +16,7 @@ import {
   killProcessesUnder,
   makeAttackRepo,
   newestRunState,
+  onceExists,
   runCli,
 } from './helpers.js';
 
@@ -69,14 +70,7 @@ describeSandboxed('an agent that fills the disk', () => {
         deadlineMs: 60_000,
         env,
         // Stopped once the agent waits (it prints nothing until the episode ends).
-        onStart: (child) => {
-          const poll = setInterval(() => {
-            if (!existsSync(waited)) return;
-            child.kill('SIGINT');
-            clearInterval(poll);
-          }, 100);
-          child.on('exit', () => clearInterval(poll));
-        },
+        onStart: onceExists(waited, (child) => child.kill('SIGINT')),
       });
       expect(first.exitCode, first.out).toBe(130);
       execFileSync('sh', ['-c', `cat /dev/zero > ${join(root, 'filler')} 2>/dev/null || true`]);

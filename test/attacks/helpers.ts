@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -575,6 +576,18 @@ export interface CliRun {
   timedOut: boolean;
   /** The process's peak resident memory (VmHWM), in MB, as last sampled. */
   peakMb: number;
+}
+
+/** An onStart for runCli: once `file` exists (the agent made it), `act` runs, once. */
+export function onceExists(file: string, act: (child: ReturnType<typeof spawn>) => void) {
+  return (child: ReturnType<typeof spawn>) => {
+    const poll = setInterval(() => {
+      if (!existsSync(file)) return;
+      clearInterval(poll);
+      act(child);
+    }, 50);
+    child.on('exit', () => clearInterval(poll));
+  };
 }
 
 /**

@@ -376,19 +376,23 @@ describe('Actions mode left alone overnight, with GITHUB_TOKEN alone: the tick r
 });
 
 describe('hosted mode: the nightly tick of every installation', () => {
-  it('ticks each repository of each active installation', async () => {
-    const h = await github();
-    await step(h, 'issues', labeled(h));
-    finishRound(h);
-    // A second installation, suspended: the tick must not ask for its token.
-    h.box.auth.installations.push({ id: 77, account: 'other-org', suspended: true });
-    const probot = new Probot({
+  /** The hosted app's Probot: it authenticates as the box's app, for each installation's token. */
+  const hostedProbot = (h: Harness) =>
+    new Probot({
       appId: h.box.auth.appId,
       privateKey: h.box.auth.privateKey,
       baseUrl: h.box.apiUrl,
       logLevel: 'fatal',
       Octokit: testOctokit(),
     });
+
+  it('ticks each repository of each active installation', async () => {
+    const h = await github();
+    await step(h, 'issues', labeled(h));
+    finishRound(h);
+    // A second installation, suspended: the tick must not ask for its token.
+    h.box.auth.installations.push({ id: 77, account: 'other-org', suspended: true });
+    const probot = hostedProbot(h);
     // The run was started in Actions mode with a job token only: its records are not sealed.
     await tickInstallations(probot, h.clock, null);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
@@ -404,13 +408,7 @@ describe('hosted mode: the nightly tick of every installation', () => {
     await step(h, 'issues', labeled(h));
     // The installation was suspended while round 0's jobs ended: GitHub sent the app no event of it.
     finishRound(h);
-    const probot = new Probot({
-      appId: h.box.auth.appId,
-      privateKey: h.box.auth.privateKey,
-      baseUrl: h.box.apiUrl,
-      logLevel: 'fatal',
-      Octokit: testOctokit(),
-    });
+    const probot = hostedProbot(h);
     await probot.load(forkflushApp({ now: () => h.clock, recordKey: null }));
     const unsuspend = () =>
       probot.receive({

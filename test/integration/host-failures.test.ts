@@ -18,6 +18,7 @@ import {
   killProcessesUnder,
   makeAttackRepo,
   newestRunState,
+  onceExists,
   runCli,
 } from '../attacks/helpers.js';
 
@@ -94,14 +95,9 @@ describeSandboxed('the host fails under an overnight run', () => {
           cwd: root,
           deadlineMs: 60_000,
           env: envFor(root),
-          onStart: (child) => {
-            const poll = setInterval(() => {
-              if (!existsSync(second)) return;
-              clearInterval(poll);
-              execFileSync('sh', ['-c', `cat /dev/zero > ${filler} 2>/dev/null; truncate -s -2M ${filler}`]);
-            }, 50);
-            child.on('exit', () => clearInterval(poll));
-          },
+          onStart: onceExists(second, () => {
+            execFileSync('sh', ['-c', `cat /dev/zero > ${filler} 2>/dev/null; truncate -s -2M ${filler}`]);
+          }),
         });
         const state = newestRunState(repo.dir) as RunState;
         const r1 = state.rounds.flatMap((r) => r.episodes)[1];
@@ -138,17 +134,12 @@ describeSandboxed('the host fails under an overnight run', () => {
           cwd: root,
           deadlineMs: 60_000,
           env: envFor(root),
-          onStart: (child) => {
-            const poll = setInterval(() => {
-              if (!existsSync(started)) return;
-              clearInterval(poll);
-              execFileSync('mount', ['--bind', gitDir, gitDir]);
-              mounted.push(gitDir);
-              execFileSync('mount', ['-o', 'remount,bind,ro', gitDir]);
-              readOnly = true;
-            }, 50);
-            child.on('exit', () => clearInterval(poll));
-          },
+          onStart: onceExists(started, () => {
+            execFileSync('mount', ['--bind', gitDir, gitDir]);
+            mounted.push(gitDir);
+            execFileSync('mount', ['-o', 'remount,bind,ro', gitDir]);
+            readOnly = true;
+          }),
         });
         expect(readOnly).toBe(true);
         expect(run.exitCode, run.out).toBe(1);
@@ -184,14 +175,7 @@ describeSandboxed('the host fails under an overnight run', () => {
         cwd: root,
         deadlineMs: 60_000,
         env: envFor(root),
-        onStart: (child) => {
-          const poll = setInterval(() => {
-            if (!existsSync(waited)) return;
-            child.kill('SIGINT');
-            clearInterval(poll);
-          }, 100);
-          child.on('exit', () => clearInterval(poll));
-        },
+        onStart: onceExists(waited, (child) => child.kill('SIGINT')),
       });
       expect(first.exitCode, first.out).toBe(130);
       const id = (newestRunState(repo.dir) as RunState).id;
