@@ -50384,10 +50384,13 @@ var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
 var DISK_FULL_BELOW_BYTES = 64 * MiB;
 var TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
 var TIMER_MAX_MS = 2 ** 31 - 1;
+var TREE_WALK_MAX_LISTINGS = 200;
 var WORKING_TREE_MAX_BYTES = 1 * GiB;
 var GITHUB_ANNOTATIONS_MAX = 50;
 var CHECK_OUTPUT_MAX_BYTES = 65535;
 var BODY_MAX_CHARS = 65536;
+var PROBLEMS_SAID_MAX = 20;
+var PROBLEM_MAX_BYTES = 2e3;
 var GITHUB_JOB_TIMEOUT_MINUTES = 360;
 var CHECKLIST_MAX_ROUNDS = 12;
 var SEEN_MAX_KEYS = 200;
@@ -50971,6 +50974,14 @@ function matchesGlob(path8, glob) {
 }
 function matchesAny(path8, globs) {
   return globs.some((g) => matchesGlob(path8, g));
+}
+function mayHoldMatch(folder, globs) {
+  return globs.some((glob) => {
+    const parts = glob.replace(/^\.\//, "").replace(/\/+$/, "").split("/");
+    const wild = parts.findIndex((p) => WILDCARD.test(p));
+    const lead = (wild === -1 ? parts : parts.slice(0, wild)).join("/");
+    return lead === "" || `${lead}/`.startsWith(`${folder}/`) || folder.startsWith(`${lead}/`);
+  });
 }
 var cache2 = /* @__PURE__ */ new Map();
 function globRegExp(pattern) {
@@ -52048,610 +52059,161 @@ var CheckRuns = class {
   }
   /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
   async find(sha2, name, externalId) {
-    const { data } = await this.scope.octokit.rest.checks.listForRef({
+    const runs = await this.scope.octokit.paginate(this.scope.octokit.rest.checks.listForRef, {
       ...this.scope.r,
       ref: sha2,
       check_name: name,
-      filter: "all"
+      filter: "all",
+      per_page: 100
     });
-    return data.check_runs.find((c) => externalId === void 0 || c.external_id === externalId)?.id ?? null;
+    return runs.find((c) => externalId === void 0 || c.external_id === externalId)?.id ?? null;
   }
 };
 
-// src/github/issues.ts
-function onceMarker(key) {
-  return `<!-- forkflush:answers ${key.replace(/[^\w:.-]/g, "_")} -->`;
+// src/core/journal.ts
+function describeContext(e) {
+  if (e.context === "fresh") return "fresh context";
+  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
 }
-var CLOCK_SLACK_MS = 5 * 6e4;
-var Issues = class {
-  constructor(scope, fullName) {
-    this.scope = scope;
-    this.fullName = fullName;
-  }
-  scope;
-  fullName;
-  /** Whether the issue is open, and its labels; null when there is none. */
-  async get(issue2) {
-    try {
-      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
-      const labels = data.labels.map((l) => typeof l === "string" ? l : l.name ?? "");
-      return { open: data.state === "open", labels };
-    } catch (e) {
-      if (status(e) === 404 || status(e) === 410) return null;
-      throw e;
-    }
-  }
-  /**
-   * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
-   * are turned off for the repository (a 404 says no more than "not seen"). One transferred answers
-   * 301, which fetch follows to the issue it became: another number, or another repository's (the
-   * repository's own rename redirects too, to the same issue of the same repository).
-   */
-  async gone(issue2) {
-    try {
-      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
-      if (data.number !== issue2) return true;
-      const at = new URL(data.repository_url).pathname.toLowerCase();
-      const named = (name) => at.endsWith(`/repos/${name.toLowerCase()}`);
-      return !named(`${this.scope.r.owner}/${this.scope.r.repo}`) && !named(await this.fullName());
-    } catch (e) {
-      if (status(e) === 410) return true;
-      if (status(e) === 404) return false;
-      throw e;
-    }
-  }
-  /**
-   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
-   * a kind per author, so a repeat is harmless.
-   */
-  async react(commentId, content) {
-    await this.scope.octokit.rest.reactions.createForIssueComment({ ...this.scope.r, comment_id: commentId, content });
-  }
-  /**
-   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
-   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
-   * comment was written), the issue's comments are searched for forkflush's one first: once per
-   * run, through all of the issue's comments. A 404 is not taken on its word (a proxy can say it
-   * after the edit was made): the comments are searched again, and only a comment that is gone
-   * is written anew. One this token may not edit (403: another app's, whose text happened to start
-   * with the marker) is passed over.
-   */
-  async upsertComment(issue2, commentId, body, marker) {
-    const refused = /* @__PURE__ */ new Set();
-    let id = commentId ?? await this.findMarkedComment(issue2, marker, refused);
-    let searched = commentId === null;
-    while (id !== null) {
-      try {
-        await this.scope.octokit.rest.issues.updateComment({ ...this.scope.r, comment_id: id, body });
-        return id;
-      } catch (e) {
-        if (status(e) === 403 && !rateLimited(e)) refused.add(id);
-        else if (status(e) !== 404 || searched) throw e;
-      }
-      id = await this.findMarkedComment(issue2, marker, refused);
-      searched = true;
-    }
-    return this.write(issue2, body);
-  }
-  /**
-   * The oldest comment by a bot on the issue that starts with `marker` (and is not one of
-   * `passedOver`): forkflush's status comment starts with it, and a comment that only quotes it
-   * (a person's, another bot's) does not.
-   */
-  async findMarkedComment(issue2, marker, passedOver) {
-    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
-      ...this.scope.r,
-      issue_number: issue2,
-      per_page: 100
-    });
-    return comments.find((c) => c.user?.type === "Bot" && c.body?.startsWith(marker) && !passedOver.has(c.id))?.id ?? null;
-  }
-  async comment(issue2, body) {
-    await this.write(issue2, body);
-  }
-  /**
-   * Writes the answer to one event (a refusal, a command's reply) once, whatever delivers the
-   * event again, even to an app restarted in between: the comment carries the event's key in a
-   * hidden line (onceMarker), and a bot's comment on the issue with that line is the answer
-   * already given: a refused start has no run record to keep it in. (Two deliveries of one event
-   * handled at the very same moment could both write; a redelivery comes after the first answer.)
-   */
-  async commentOnce(issue2, key, body) {
-    const marker = onceMarker(key);
-    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
-      ...this.scope.r,
-      issue_number: issue2,
-      per_page: 100
-    });
-    const given = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(marker));
-    if (given) return given.id;
-    return this.write(issue2, `${body}
-
-${marker}`);
-  }
-  /**
-   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
-   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
-   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
-   */
-  async write(issue2, body) {
-    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, "Z");
-    return createOnce(
-      async () => {
-        const { data } = await this.scope.octokit.rest.issues.createComment({
-          ...this.scope.r,
-          issue_number: issue2,
-          body,
-          ...ONCE
-        });
-        return data.id;
-      },
-      () => this.findComment(issue2, body, since)
-    );
-  }
-  /**
-   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
-   * person's comment is never taken for it. Another bot's with the very same text within minutes
-   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
-   * another instance of this app (a doubled delivery) is the comment not to write twice.
-   */
-  async findComment(issue2, body, since) {
-    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
-      ...this.scope.r,
-      issue_number: issue2,
-      since,
-      per_page: 100
-    });
-    return comments.find((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
-  }
-  async addLabel(issue2, label) {
-    await this.scope.octokit.rest.issues.addLabels({ ...this.scope.r, issue_number: issue2, labels: [label] });
-  }
-  async removeLabel(issue2, label) {
-    try {
-      await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue2, name: label });
-    } catch (e) {
-      if (status(e) !== 404) throw e;
-    }
-  }
+var TRAILERS = {
+  run: "Forkflush-Run",
+  episode: "Forkflush-Episode",
+  score: "Forkflush-Score",
+  reason: "Forkflush-Score-Reason",
+  spent: "Forkflush-Spent",
+  unit: "Forkflush-Unit",
+  exit: "Forkflush-Exit",
+  protectedChanged: "Forkflush-Protected-Changed",
+  seconds: "Forkflush-Seconds",
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context",
+  machineShort: "Forkflush-Machine-Short",
+  failure: "Forkflush-Failure",
+  retries: "Forkflush-Retries",
+  unchanged: "Forkflush-Unchanged",
+  spentBasis: "Forkflush-Spent-Basis"
 };
-
-// src/github/pulls.ts
-var PullRequests = class {
-  constructor(scope, issues) {
-    this.scope = scope;
-    this.issues = issues;
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
+function boundedResult(r) {
+  return {
+    ...r,
+    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
+    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
+    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
+    ...r.retries ? {
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
+    } : {},
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedFailure(f) {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
+    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
+  };
+}
+function boundedText(text, max) {
+  return cutText(plainText(text), max);
+}
+function boundedUsage(u) {
+  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
+function resultFromCommit(runId2, e, commit) {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
   }
-  scope;
-  issues;
-  /**
-   * Opens a pull request, or finds the one already made for the same head and base (open, merged
-   * or closed: a head gets one pull request, and a closed one is not opened again, unless
-   * `anew`: then only an open one is found); null when there is nothing to propose (no commits
-   * between base and head, or the head is gone).
-   */
-  async open(head, base, title, body, o = {}) {
-    const { draft = false, anew = false } = o;
-    const made = await this.find(head, base, anew);
-    if (made !== null) return made;
-    try {
-      return await createOnce(
-        async () => {
-          const { data } = await this.scope.octokit.rest.pulls.create({
-            ...this.scope.r,
-            head,
-            base,
-            title,
-            body,
-            ...draft ? { draft } : {},
-            ...ONCE
-          });
-          return data.number;
-        },
-        () => this.find(head, base)
-      );
-    } catch (e) {
-      if (!nothingToOpen(e)) throw e;
-      return this.find(head, base, anew);
-    }
-  }
-  /** The pull request from `head` into `base`, the open one first, else (unless `openOnly`) the newest; null if none. */
-  async find(head, base, openOnly = false) {
-    const { data } = await this.scope.octokit.rest.pulls.list({
-      ...this.scope.r,
-      head: `${this.scope.owner}:${head}`,
-      base,
-      state: "all",
-      per_page: 100
-    });
-    const into = data.filter((p) => p.base.ref === base);
-    return (into.find((p) => p.state === "open") ?? (openOnly ? void 0 : into[0]))?.number ?? null;
-  }
-  /** Edits a pull request's title and body (repeat-safe). */
-  async edit(pr, title, body) {
-    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, title, body });
-  }
-  /** A pull request's head branch and whether it is open; null when there is none. */
-  async get(pr) {
-    try {
-      const { data } = await this.scope.octokit.rest.pulls.get({ ...this.scope.r, pull_number: pr });
-      return { head: data.head.ref, open: data.state === "open" };
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  async close(pr, comment) {
-    await this.issues.write(pr, comment);
-    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, state: "closed" });
-  }
-};
-
-// src/github/workflows.ts
-var Workflows = class {
-  constructor(scope) {
-    this.scope = scope;
-  }
-  scope;
-  /**
-   * Dispatches the workflow once; returns the id of the run it started, when GitHub says (it does
-   * with return_run_details; an older GitHub answers 204 and no id), so that only that run's
-   * events may end the round. After an answer that may have been lost, a run not yet completed
-   * with the round's title (GitHub creates a dispatched run at once) is the one this made.
-   */
-  async dispatch(workflow, ref, inputs) {
-    const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
-    const started = await createOnce(
-      async () => {
-        const { data } = await this.scope.octokit.rest.actions.createWorkflowDispatch({
-          ...this.scope.r,
-          workflow_id: workflow,
-          ref,
-          inputs,
-          return_run_details: true,
-          ...ONCE
-        });
-        const id = data?.workflow_run_id;
-        return { id: typeof id === "number" ? id : null };
-      },
-      async () => {
-        if (title === null) return null;
-        const live = (await this.runsTitled(workflow, title)).find((w) => w.status !== "completed");
-        return live ? { id: live.id } : null;
-      }
-    );
-    return started.id;
-  }
-  /** One workflow run by its id, or null when GitHub has none (deleted, or never made). */
-  async run(id) {
-    try {
-      return (await this.scope.octokit.rest.actions.getWorkflowRun({ ...this.scope.r, run_id: id })).data;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /**
-   * The newest run of the workflow with this title that was not cancelled (a dispatch taken over),
-   * with the branch it runs on.
-   */
-  async liveRun(workflow, title) {
-    const live = (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled");
-    return live ? { id: live.id, branch: live.head_branch } : null;
-  }
-  /** The workflow's dispatched runs with this title, among its 100 newest. */
-  async runsTitled(workflow, title) {
-    const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
-      ...this.scope.r,
-      workflow_id: workflow,
-      event: "workflow_dispatch",
-      per_page: 100
-    });
-    return data.workflow_runs.filter((w) => w.display_title === title);
-  }
-  /** Cancels one workflow run; false when it has completed already, or is gone. */
-  async cancel(id) {
-    try {
-      await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: id });
-      return true;
-    } catch (e) {
-      if (status(e) === 409 || status(e) === 404) return false;
-      throw e;
-    }
-  }
-  /** Cancels the workflow's runs still queued or in progress whose title names the run. */
-  async cancelRuns(workflow, run2) {
-    let cancelled = 0;
-    for (const state of ["queued", "in_progress", "waiting", "pending"]) {
-      const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
-        ...this.scope.r,
-        workflow_id: workflow,
-        status: state,
-        per_page: 100
-      });
-      for (const w of data.workflow_runs) {
-        if (!isRoundRunOf(w.display_title ?? "", run2)) continue;
-        try {
-          await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: w.id });
-          cancelled++;
-        } catch (e) {
-          if (status(e) !== 409) throw e;
-        }
-      }
-    }
-    return cancelled;
-  }
-  /**
-   * Enables or disables a workflow (Actions mode's tick, which runs only while a run needs it).
-   * False when the repository has no such workflow.
-   */
-  async setEnabled(workflow, enabled) {
-    try {
-      const args = { ...this.scope.r, workflow_id: workflow };
-      if (enabled) await this.scope.octokit.rest.actions.enableWorkflow(args);
-      else await this.scope.octokit.rest.actions.disableWorkflow(args);
-      return true;
-    } catch (e) {
-      if (status(e) === 404) return false;
-      throw e;
-    }
-  }
-};
-
-// src/github/api.ts
-var GitHubApi = class {
-  /**
-   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
-   * each record it saves (GitHubRunRecord.writtenBy); `repositoryId`, where the event says it (else
-   * read once), keys the seal to the repository.
-   */
-  constructor(octokit, owner, repo, recordKey = null, release = null, repositoryId = null) {
-    this.octokit = octokit;
-    this.owner = owner;
-    this.repo = repo;
-    this.release = release;
-    this.repositoryId = repositoryId;
-    this.recordKey = recordKey;
-    this.scope = new RepoScope(octokit, owner, repo);
-    this.checks = new CheckRuns(this.scope);
-    this.issues = new Issues(this.scope, async () => (await this.repositoryNow()).fullName);
-    this.pulls = new PullRequests(this.scope, this.issues);
-    this.workflows = new Workflows(this.scope);
-  }
-  octokit;
-  owner;
-  repo;
-  release;
-  repositoryId;
-  /** Seals the run records this API writes, and refuses those it reads without the seal (recordKeys). */
-  recordKey;
-  keys = null;
-  scope;
-  checks;
-  issues;
-  pulls;
-  workflows;
-  /** Whether the run records are sealed (the app has a key). */
-  get sealsRecords() {
-    return this.recordKey !== null;
-  }
-  /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
-  recordKeys(secret) {
-    this.keys ??= (async () => {
-      const id = this.repositoryId ?? (await this.repositoryNow()).id;
-      const seal = repositoryKey(secret, { id });
-      return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
-    })();
-    return this.keys;
-  }
-  get r() {
-    return { owner: this.owner, repo: this.repo };
-  }
-  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
-  async loadRun(stateRef2) {
-    const ref = await this.refSha(stateRef2);
-    if (!ref) return null;
-    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
-    if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
-    if (this.recordKey)
-      checkSeal((await this.recordKeys(this.recordKey)).accepted, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
     return {
-      state: parseRunState(state, `${stateRef2}:state.json`),
-      files: parseGitHubRunRecord(files, `${stateRef2}:run.json`),
-      sha: ref
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
     };
   }
-  /**
-   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
-   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
-   */
-  async saveRun(stateRef2, state, files, expected2, message) {
-    const stateText = recordText(STATE_RECORD, state);
-    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
-    const filesText = this.recordKey ? sealedFiles((await this.recordKeys(this.recordKey)).seal, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
-    const { data: tree } = await this.octokit.rest.git.createTree({
-      ...this.scope.r,
-      tree: [
-        { path: "state.json", mode: "100644", type: "blob", content: stateText },
-        { path: "run.json", mode: "100644", type: "blob", content: filesText }
-      ]
-    });
-    const { data: commit } = await this.octokit.rest.git.createCommit({
-      ...this.scope.r,
-      // Unique per save: two handlers saving the same record on the same parent would otherwise
-      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
-      // would think they had claimed the same work.
-      message: `${message}
-
-Forkflush-Save: ${randomUUID()}`,
-      tree: tree.sha,
-      parents: expected2 ? [expected2] : []
-    });
-    try {
-      if (expected2) {
-        await this.octokit.rest.git.updateRef({
-          ...this.scope.r,
-          ref: stateRef2.replace(/^refs\//, ""),
-          sha: commit.sha,
-          force: false
-        });
-      } else {
-        await this.octokit.rest.git.createRef({ ...this.scope.r, ref: stateRef2, sha: commit.sha });
-      }
-    } catch (e) {
-      const refused = status(e) === 422 || status(e) === 409;
-      if (refused || mayHaveLanded(e)) {
-        const now = await this.refSha(stateRef2).catch(() => null);
-        if (now === commit.sha) return commit.sha;
-      }
-      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
-      throw e;
-    }
-    return commit.sha;
+  return { result: parsed.result };
+}
+function parseCommitMessage(message, commit) {
+  const fields = /* @__PURE__ */ new Map();
+  for (const line of message.split("\n")) {
+    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
+    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
   }
-  /** The run ids with records in this repository. */
-  async listRuns() {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.scope.r, ref: "forkflush/" });
-    return data.flatMap((d) => {
-      const run2 = parseStateRef(d.ref);
-      return run2 ? [run2] : [];
-    });
+  const runId2 = fields.get(TRAILERS.run);
+  const episode = fields.get(TRAILERS.episode);
+  const spent2 = Number(fields.get(TRAILERS.spent));
+  const exit = fields.get(TRAILERS.exit);
+  const scoreText2 = fields.get(TRAILERS.score);
+  const known = EPISODE_EXITS.includes(exit ?? "");
+  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+    return null;
+  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
+  const reason = fields.get(TRAILERS.reason);
+  const changed = fields.get(TRAILERS.protectedChanged);
+  const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
+  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
+  return {
+    runId: runId2,
+    episode,
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
+      commit,
+      score: score !== null && Number.isFinite(score) ? score : null,
+      ...reason ? { reason } : {},
+      ...note ? { note } : {},
+      ...usage ? { usage } : {},
+      spent: spent2,
+      exit,
+      protectedChanged: changed ? changed.split(", ") : [],
+      wallSeconds: wall,
+      agentSeconds: agent,
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {},
+      ...contextStore ? { contextStore } : {},
+      ...machineShort ? { machineShort } : {},
+      ...failure2 ? { failure: failure2 } : {},
+      ...retries && retries.length > 0 ? { retries } : {},
+      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
+      ...spentBasis ? { spentBasis } : {}
+    })
+  };
+}
+function parseUsage(text) {
+  return parseJson(text, validUsage);
+}
+function parseJson(text, valid) {
+  if (!text) return void 0;
+  try {
+    return valid(JSON.parse(text)) ?? void 0;
+  } catch {
+    return void 0;
   }
-  // The repository.
-  repositoryRead = null;
-  /**
-   * The repository as it is now, read once per handler: its id (the seal's key), its default
-   * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
-   * name the run started with is refused for good), and whether it is private (contexts are kept by it).
-   */
-  repositoryNow() {
-    this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
-      ({ data }) => ({
-        id: data.id,
-        fullName: data.full_name,
-        defaultBranch: data.default_branch,
-        private: data.private
-      }),
-      (e) => {
-        this.repositoryRead = null;
-        throw e;
-      }
-    );
-    return this.repositoryRead;
+}
+function parseCommitDetails(message) {
+  const lines2 = message.split("\n");
+  const changes = lines2.find((l) => l.startsWith("Changes: "));
+  if (changes === void 0) return null;
+  const start = lines2.indexOf("Journal:");
+  const journalTail = [];
+  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
+    journalTail.push(lines2[i].slice(2));
   }
-  /** The default branch, and whether the repository is private. */
-  async repository() {
-    const { defaultBranch, private: isPrivate } = await this.repositoryNow();
-    return { defaultBranch, private: isPrivate };
-  }
-  /** The default branch as it is now (repositoryNow()). */
-  async defaultBranch() {
-    return (await this.repository()).defaultBranch;
-  }
-  async readFile(path8, ref) {
-    try {
-      const { data } = await this.octokit.rest.repos.getContent({
-        ...this.scope.r,
-        path: path8,
-        ref,
-        mediaType: { format: "raw" }
-      });
-      const raw = data;
-      if (typeof raw === "string") return raw;
-      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
-  async permission(user) {
-    try {
-      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({
-        ...this.scope.r,
-        username: user
-      });
-      return data.role_name ?? data.permission;
-    } catch (e) {
-      if (status(e) === 404) return "none";
-      throw e;
-    }
-  }
-  // Branches and commits.
-  async refSha(ref) {
-    try {
-      const { data } = await this.octokit.rest.git.getRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
-      return data.object.sha;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
-  async createRef(ref, sha2) {
-    try {
-      await this.octokit.rest.git.createRef({ ...this.scope.r, ref, sha: sha2 });
-    } catch (e) {
-      if (status(e) !== 422 || await this.refSha(ref) === null) throw e;
-    }
-  }
-  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
-  async refHeads(prefix) {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({
-      ...this.scope.r,
-      ref: prefix.replace(/^refs\//, "")
-    });
-    return new Map(data.map((d) => [d.ref, d.object.sha]));
-  }
-  /**
-   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
-   * a fast-forward, so a ref that moved elsewhere meanwhile (or was deleted) is never overwritten.
-   * Any other refusal (a ruleset's "Repository rule violations found") is thrown as GitHub said it.
-   */
-  async fastForward(ref, sha2) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
-      return "moved";
-    } catch (e) {
-      const said = e instanceof Error ? e.message : "";
-      if (status(e) === 422 && /not a fast.?forward|reference does not exist/i.test(said)) return "diverged";
-      throw e;
-    }
-  }
-  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
-  async setRef(ref, sha2) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: true });
-      return;
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-    await this.createRef(ref, sha2);
-    const now = await this.refSha(ref);
-    if (now !== sha2) throw new Error(`${ref} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
-  }
-  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
-  async deleteRef(ref) {
-    try {
-      await this.octokit.rest.git.deleteRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-  }
-  /** A commit's message, parents and tree. */
-  async commit(sha2) {
-    const { data } = await this.octokit.rest.git.getCommit({ ...this.scope.r, commit_sha: sha2 });
-    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
-  }
-  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
-  async treeFiles(tree) {
-    const { data } = await this.octokit.rest.git.getTree({ ...this.scope.r, tree_sha: tree, recursive: "true" });
-    if (data.truncated) return null;
-    return data.tree.flatMap(
-      (t) => t.type === "blob" && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : []
-    );
-  }
-};
+  const diffStat = changes.slice("Changes: ".length);
+  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
+  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
+}
 
 // src/core/budget.ts
 function spent(state, lineage) {
@@ -52908,196 +52470,6 @@ function serialRound(state, segment, wanted) {
   const lastSegment = c.strategy === "single-run" || c.strategy === "best-of-n" ? 0 : c.fork.at.length;
   const phase = lastSegment === 0 ? "solo" : segment === lastSegment ? "final" : `solo ${segment + 1}`;
   return { index, segment, phase, kind: "serial", episodes };
-}
-
-// src/core/seen-events.ts
-function deliveryKey(id) {
-  return `delivery:${id}`;
-}
-function commentKey(id) {
-  return `comment:${id}`;
-}
-function seenAny(list, keys) {
-  return keys.some((k) => list?.includes(k));
-}
-function remember(list, keys) {
-  const kept = (list ?? []).filter((k) => !keys.includes(k));
-  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
-}
-
-// src/github/amend.ts
-var WRITERS = ["admin", "maintain", "write"];
-function canWrite(permission) {
-  return WRITERS.includes(permission);
-}
-async function wakeTick(ctx) {
-  if (!ctx.tick) return;
-  const there = await ctx.api.workflows.setEnabled(ctx.tick, true);
-  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
-}
-async function amendOnce(api, read2, message, keys, change) {
-  const run2 = read2.state.id;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = attempt === 0 ? read2 : await api.loadRun(stateRef(run2));
-    if (!stored || seenAny(stored.files.seen, keys)) return null;
-    const next = change(stored);
-    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
-    try {
-      return {
-        state: next.state,
-        files,
-        sha: await api.saveRun(stateRef(run2), next.state, files, stored.sha, message)
-      };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
-}
-
-// src/core/journal.ts
-function describeContext(e) {
-  if (e.context === "fresh") return "fresh context";
-  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
-}
-var TRAILERS = {
-  run: "Forkflush-Run",
-  episode: "Forkflush-Episode",
-  score: "Forkflush-Score",
-  reason: "Forkflush-Score-Reason",
-  spent: "Forkflush-Spent",
-  unit: "Forkflush-Unit",
-  exit: "Forkflush-Exit",
-  protectedChanged: "Forkflush-Protected-Changed",
-  seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note",
-  usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox",
-  contextStore: "Forkflush-Context",
-  machineShort: "Forkflush-Machine-Short",
-  failure: "Forkflush-Failure",
-  retries: "Forkflush-Retries",
-  unchanged: "Forkflush-Unchanged",
-  spentBasis: "Forkflush-Spent-Basis"
-};
-var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
-function boundedResult(r) {
-  return {
-    ...r,
-    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
-    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
-    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
-    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
-    ...r.retries ? {
-      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
-    } : {},
-    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
-  };
-}
-function boundedFailure(f) {
-  return {
-    kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
-    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
-  };
-}
-function boundedText(text, max) {
-  return cutText(plainText(text), max);
-}
-function boundedUsage(u) {
-  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
-}
-function resultFromCommit(runId2, e, commit) {
-  const short = commit.sha.slice(0, 7);
-  const parsed = parseCommitMessage(commit.message, commit.sha);
-  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
-    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
-  }
-  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
-    return {
-      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
-    };
-  }
-  return { result: parsed.result };
-}
-function parseCommitMessage(message, commit) {
-  const fields = /* @__PURE__ */ new Map();
-  for (const line of message.split("\n")) {
-    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
-  }
-  const runId2 = fields.get(TRAILERS.run);
-  const episode = fields.get(TRAILERS.episode);
-  const spent2 = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit);
-  const scoreText2 = fields.get(TRAILERS.score);
-  const known = EPISODE_EXITS.includes(exit ?? "");
-  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
-    return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
-  const reason = fields.get(TRAILERS.reason);
-  const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
-  const usage = parseUsage(fields.get(TRAILERS.usage));
-  const sandbox = fields.get(TRAILERS.sandbox);
-  const store = fields.get(TRAILERS.contextStore);
-  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
-  const short = fields.get(TRAILERS.machineShort);
-  const machineShort = RESOURCES.find((r) => r === short);
-  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
-  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
-  const basis = fields.get(TRAILERS.spentBasis);
-  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
-  return {
-    runId: runId2,
-    episode,
-    // A commit's trailers may be any size: the app bounds them as the worker did.
-    result: boundedResult({
-      commit,
-      score: score !== null && Number.isFinite(score) ? score : null,
-      ...reason ? { reason } : {},
-      ...note ? { note } : {},
-      ...usage ? { usage } : {},
-      spent: spent2,
-      exit,
-      protectedChanged: changed ? changed.split(", ") : [],
-      wallSeconds: wall,
-      agentSeconds: agent,
-      graderSeconds: grader,
-      ...sandbox ? { sandbox } : {},
-      ...contextStore ? { contextStore } : {},
-      ...machineShort ? { machineShort } : {},
-      ...failure2 ? { failure: failure2 } : {},
-      ...retries && retries.length > 0 ? { retries } : {},
-      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
-      ...spentBasis ? { spentBasis } : {}
-    })
-  };
-}
-function parseUsage(text) {
-  return parseJson(text, validUsage);
-}
-function parseJson(text, valid) {
-  if (!text) return void 0;
-  try {
-    return valid(JSON.parse(text)) ?? void 0;
-  } catch {
-    return void 0;
-  }
-}
-function parseCommitDetails(message) {
-  const lines2 = message.split("\n");
-  const changes = lines2.find((l) => l.startsWith("Changes: "));
-  if (changes === void 0) return null;
-  const start = lines2.indexOf("Journal:");
-  const journalTail = [];
-  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
-    journalTail.push(lines2[i].slice(2));
-  }
-  const diffStat = changes.slice("Changes: ".length);
-  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
-  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
 }
 
 // src/core/select.ts
@@ -53819,6 +53191,683 @@ function parseCommand(body) {
   };
 }
 var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
+
+// src/github/issues.ts
+var MARKER_ROOM_CHARS = 512;
+function onceMarker(key) {
+  return `<!-- forkflush:answers ${key.replace(/[^\w:.-]/g, "_")} -->`;
+}
+var CLOCK_SLACK_MS = 5 * 6e4;
+var Issues = class {
+  constructor(scope, fullName) {
+    this.scope = scope;
+    this.fullName = fullName;
+  }
+  scope;
+  fullName;
+  /** Whether the issue is open, and its labels; null when there is none. */
+  async get(issue2) {
+    try {
+      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
+      const labels = data.labels.map((l) => typeof l === "string" ? l : l.name ?? "");
+      return { open: data.state === "open", labels };
+    } catch (e) {
+      if (status(e) === 404 || status(e) === 410) return null;
+      throw e;
+    }
+  }
+  /**
+   * Whether the issue is gone: GitHub answers 410 for one deleted, and for every issue while Issues
+   * are turned off for the repository (a 404 says no more than "not seen"). One transferred answers
+   * 301, which fetch follows to the issue it became: another number, or another repository's (the
+   * repository's own rename redirects too, to the same issue of the same repository).
+   */
+  async gone(issue2) {
+    try {
+      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
+      if (data.number !== issue2) return true;
+      const at = new URL(data.repository_url).pathname.toLowerCase();
+      const named = (name) => at.endsWith(`/repos/${name.toLowerCase()}`);
+      return !named(`${this.scope.r.owner}/${this.scope.r.repo}`) && !named(await this.fullName());
+    } catch (e) {
+      if (status(e) === 410) return true;
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+  /**
+   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
+   * a kind per author, so a repeat is harmless.
+   */
+  async react(commentId, content) {
+    await this.scope.octokit.rest.reactions.createForIssueComment({ ...this.scope.r, comment_id: commentId, content });
+  }
+  /**
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
+   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
+   * comment was written), the issue's comments are searched for forkflush's one first: once per
+   * run, through all of the issue's comments. A 404 is not taken on its word (a proxy can say it
+   * after the edit was made): the comments are searched again, and only a comment that is gone
+   * is written anew. One this token may not edit (403: another app's, whose text happened to start
+   * with the marker) is passed over.
+   */
+  async upsertComment(issue2, commentId, body, marker) {
+    const refused = /* @__PURE__ */ new Set();
+    let id = commentId ?? await this.findMarkedComment(issue2, marker, refused);
+    let searched = commentId === null;
+    while (id !== null) {
+      try {
+        await this.scope.octokit.rest.issues.updateComment({ ...this.scope.r, comment_id: id, body });
+        return id;
+      } catch (e) {
+        if (status(e) === 403 && !rateLimited(e)) refused.add(id);
+        else if (status(e) !== 404 || searched) throw e;
+      }
+      id = await this.findMarkedComment(issue2, marker, refused);
+      searched = true;
+    }
+    return this.write(issue2, body);
+  }
+  /**
+   * The oldest comment by a bot on the issue that starts with `marker` (and is not one of
+   * `passedOver`): forkflush's status comment starts with it, and a comment that only quotes it
+   * (a person's, another bot's) does not.
+   */
+  async findMarkedComment(issue2, marker, passedOver) {
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      per_page: 100
+    });
+    return comments.find((c) => c.user?.type === "Bot" && c.body?.startsWith(marker) && !passedOver.has(c.id))?.id ?? null;
+  }
+  async comment(issue2, body) {
+    await this.write(issue2, body);
+  }
+  /**
+   * Writes the answer to one event (a refusal, a command's reply) once, whatever delivers the
+   * event again, even to an app restarted in between: the comment carries the event's key in a
+   * hidden line (onceMarker), and a bot's comment on the issue with that line is the answer
+   * already given: a refused start has no run record to keep it in. (Two deliveries of one event
+   * handled at the very same moment could both write; a redelivery comes after the first answer.)
+   */
+  async commentOnce(issue2, key, body) {
+    const marker = onceMarker(key);
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      per_page: 100
+    });
+    const given = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(marker));
+    if (given) return given.id;
+    return this.write(issue2, `${clip(body, BODY_MAX_CHARS - MARKER_ROOM_CHARS)}
+
+${marker}`);
+  }
+  /**
+   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
+   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
+   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
+   */
+  async write(issue2, text) {
+    const body = clip(text, BODY_MAX_CHARS);
+    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, "Z");
+    return createOnce(
+      async () => {
+        const { data } = await this.scope.octokit.rest.issues.createComment({
+          ...this.scope.r,
+          issue_number: issue2,
+          body,
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.findComment(issue2, body, since)
+    );
+  }
+  /**
+   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
+   * person's comment is never taken for it. Another bot's with the very same text within minutes
+   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
+   * another instance of this app (a doubled delivery) is the comment not to write twice.
+   */
+  async findComment(issue2, body, since) {
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      since,
+      per_page: 100
+    });
+    return comments.find((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
+  }
+  async addLabel(issue2, label) {
+    await this.scope.octokit.rest.issues.addLabels({ ...this.scope.r, issue_number: issue2, labels: [label] });
+  }
+  async removeLabel(issue2, label) {
+    try {
+      await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue2, name: label });
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+    }
+  }
+};
+
+// src/github/pulls.ts
+var PullRequests = class {
+  constructor(scope, issues) {
+    this.scope = scope;
+    this.issues = issues;
+  }
+  scope;
+  issues;
+  /**
+   * Opens a pull request, or finds the one already made for the same head and base (open, merged
+   * or closed: a head gets one pull request, and a closed one is not opened again, unless
+   * `anew`: then only an open one is found); null when there is nothing to propose (no commits
+   * between base and head, or the head is gone).
+   */
+  async open(head, base, title, body, o = {}) {
+    const { draft = false, anew = false } = o;
+    const made = await this.find(head, base, anew);
+    if (made !== null) return made;
+    try {
+      return await createOnce(
+        async () => {
+          const { data } = await this.scope.octokit.rest.pulls.create({
+            ...this.scope.r,
+            head,
+            base,
+            title,
+            body,
+            ...draft ? { draft } : {},
+            ...ONCE
+          });
+          return data.number;
+        },
+        () => this.find(head, base)
+      );
+    } catch (e) {
+      if (!nothingToOpen(e)) throw e;
+      return this.find(head, base, anew);
+    }
+  }
+  /** The pull request from `head` into `base`, the open one first, else (unless `openOnly`) the newest; null if none. */
+  async find(head, base, openOnly = false) {
+    const { data } = await this.scope.octokit.rest.pulls.list({
+      ...this.scope.r,
+      head: `${this.scope.owner}:${head}`,
+      base,
+      state: "all",
+      per_page: 100
+    });
+    const into = data.filter((p) => p.base.ref === base);
+    return (into.find((p) => p.state === "open") ?? (openOnly ? void 0 : into[0]))?.number ?? null;
+  }
+  /** Edits a pull request's title and body (repeat-safe). */
+  async edit(pr, title, body) {
+    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, title, body });
+  }
+  /** A pull request's head branch and whether it is open; null when there is none. */
+  async get(pr) {
+    try {
+      const { data } = await this.scope.octokit.rest.pulls.get({ ...this.scope.r, pull_number: pr });
+      return { head: data.head.ref, open: data.state === "open" };
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  async close(pr, comment) {
+    await this.issues.write(pr, comment);
+    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, state: "closed" });
+  }
+};
+
+// src/github/workflows.ts
+var Workflows = class {
+  constructor(scope) {
+    this.scope = scope;
+  }
+  scope;
+  /**
+   * Dispatches the workflow once; returns the id of the run it started, when GitHub says (it does
+   * with return_run_details; an older GitHub answers 204 and no id), so that only that run's
+   * events may end the round. After an answer that may have been lost, a run not yet completed
+   * with the round's title (GitHub creates a dispatched run at once) is the one this made.
+   */
+  async dispatch(workflow, ref, inputs) {
+    const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
+    const started = await createOnce(
+      async () => {
+        const { data } = await this.scope.octokit.rest.actions.createWorkflowDispatch({
+          ...this.scope.r,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          return_run_details: true,
+          ...ONCE
+        });
+        const id = data?.workflow_run_id;
+        return { id: typeof id === "number" ? id : null };
+      },
+      async () => {
+        if (title === null) return null;
+        const live = (await this.runsTitled(workflow, title)).find((w) => w.status !== "completed");
+        return live ? { id: live.id } : null;
+      }
+    );
+    return started.id;
+  }
+  /** One workflow run by its id, or null when GitHub has none (deleted, or never made). */
+  async run(id) {
+    try {
+      return (await this.scope.octokit.rest.actions.getWorkflowRun({ ...this.scope.r, run_id: id })).data;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /**
+   * The newest run of the workflow with this title that was not cancelled (a dispatch taken over),
+   * with the branch it runs on.
+   */
+  async liveRun(workflow, title) {
+    const live = (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled");
+    return live ? { id: live.id, branch: live.head_branch } : null;
+  }
+  /** The workflow's dispatched runs with this title, among its 100 newest. */
+  async runsTitled(workflow, title) {
+    const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
+      ...this.scope.r,
+      workflow_id: workflow,
+      event: "workflow_dispatch",
+      per_page: 100
+    });
+    return data.workflow_runs.filter((w) => w.display_title === title);
+  }
+  /** Cancels one workflow run; false when it has completed already, or is gone. */
+  async cancel(id) {
+    try {
+      await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: id });
+      return true;
+    } catch (e) {
+      if (status(e) === 409 || status(e) === 404) return false;
+      throw e;
+    }
+  }
+  /** Cancels the workflow's runs still queued or in progress whose title names the run. */
+  async cancelRuns(workflow, run2) {
+    let cancelled = 0;
+    for (const state of ["queued", "in_progress", "waiting", "pending"]) {
+      const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
+        ...this.scope.r,
+        workflow_id: workflow,
+        status: state,
+        per_page: 100
+      });
+      for (const w of data.workflow_runs) {
+        if (!isRoundRunOf(w.display_title ?? "", run2)) continue;
+        try {
+          await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: w.id });
+          cancelled++;
+        } catch (e) {
+          if (status(e) !== 409) throw e;
+        }
+      }
+    }
+    return cancelled;
+  }
+  /**
+   * Enables or disables a workflow (Actions mode's tick, which runs only while a run needs it).
+   * False when the repository has no such workflow.
+   */
+  async setEnabled(workflow, enabled) {
+    try {
+      const args = { ...this.scope.r, workflow_id: workflow };
+      if (enabled) await this.scope.octokit.rest.actions.enableWorkflow(args);
+      else await this.scope.octokit.rest.actions.disableWorkflow(args);
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+};
+
+// src/github/api.ts
+var GitHubApi = class {
+  /**
+   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
+   * each record it saves (GitHubRunRecord.writtenBy); `repositoryId`, where the event says it (else
+   * read once), keys the seal to the repository.
+   */
+  constructor(octokit, owner, repo, recordKey = null, release = null, repositoryId = null) {
+    this.octokit = octokit;
+    this.owner = owner;
+    this.repo = repo;
+    this.release = release;
+    this.repositoryId = repositoryId;
+    this.recordKey = recordKey;
+    this.scope = new RepoScope(octokit, owner, repo);
+    this.checks = new CheckRuns(this.scope);
+    this.issues = new Issues(this.scope, async () => (await this.repositoryNow()).fullName);
+    this.pulls = new PullRequests(this.scope, this.issues);
+    this.workflows = new Workflows(this.scope);
+  }
+  octokit;
+  owner;
+  repo;
+  release;
+  repositoryId;
+  /** Seals the run records this API writes, and refuses those it reads without the seal (recordKeys). */
+  recordKey;
+  keys = null;
+  scope;
+  checks;
+  issues;
+  pulls;
+  workflows;
+  /** Whether the run records are sealed (the app has a key). */
+  get sealsRecords() {
+    return this.recordKey !== null;
+  }
+  /** The repository's keys: the one that seals (by its id), and those a record may be sealed with. */
+  recordKeys(secret) {
+    this.keys ??= (async () => {
+      const id = this.repositoryId ?? (await this.repositoryNow()).id;
+      const seal = repositoryKey(secret, { id });
+      return { seal, accepted: [seal, repositoryKey(secret, { byName: `${this.owner}/${this.repo}` })] };
+    })();
+    return this.keys;
+  }
+  get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
+  async loadRun(stateRef2) {
+    const ref = await this.refSha(stateRef2);
+    if (!ref) return null;
+    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
+    if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
+    if (this.recordKey)
+      checkSeal((await this.recordKeys(this.recordKey)).accepted, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
+    return {
+      state: parseRunState(state, `${stateRef2}:state.json`),
+      files: parseGitHubRunRecord(files, `${stateRef2}:run.json`),
+      sha: ref
+    };
+  }
+  /**
+   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
+   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
+   */
+  async saveRun(stateRef2, state, files, expected2, message) {
+    const stateText = recordText(STATE_RECORD, state);
+    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
+    const filesText = this.recordKey ? sealedFiles((await this.recordKeys(this.recordKey)).seal, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
+    const { data: tree } = await this.octokit.rest.git.createTree({
+      ...this.scope.r,
+      tree: [
+        { path: "state.json", mode: "100644", type: "blob", content: stateText },
+        { path: "run.json", mode: "100644", type: "blob", content: filesText }
+      ]
+    });
+    const { data: commit } = await this.octokit.rest.git.createCommit({
+      ...this.scope.r,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}
+
+Forkflush-Save: ${randomUUID()}`,
+      tree: tree.sha,
+      parents: expected2 ? [expected2] : []
+    });
+    try {
+      if (expected2) {
+        await this.octokit.rest.git.updateRef({
+          ...this.scope.r,
+          ref: stateRef2.replace(/^refs\//, ""),
+          sha: commit.sha,
+          force: false
+        });
+      } else {
+        await this.octokit.rest.git.createRef({ ...this.scope.r, ref: stateRef2, sha: commit.sha });
+      }
+    } catch (e) {
+      const refused = status(e) === 422 || status(e) === 409;
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef2).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
+      throw e;
+    }
+    return commit.sha;
+  }
+  /** The run ids with records in this repository. */
+  async listRuns() {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.scope.r, ref: "forkflush/" });
+    return data.flatMap((d) => {
+      const run2 = parseStateRef(d.ref);
+      return run2 ? [run2] : [];
+    });
+  }
+  // The repository.
+  repositoryRead = null;
+  /**
+   * The repository as it is now, read once per handler: its id (the seal's key), its default
+   * branch (a person may rename it mid-run, main -> trunk, and a dispatch or pull request on the
+   * name the run started with is refused for good), and whether it is private (contexts are kept by it).
+   */
+  repositoryNow() {
+    this.repositoryRead ??= this.octokit.rest.repos.get(this.scope.r).then(
+      ({ data }) => ({
+        id: data.id,
+        fullName: data.full_name,
+        defaultBranch: data.default_branch,
+        private: data.private
+      }),
+      (e) => {
+        this.repositoryRead = null;
+        throw e;
+      }
+    );
+    return this.repositoryRead;
+  }
+  /** The default branch, and whether the repository is private. */
+  async repository() {
+    const { defaultBranch, private: isPrivate } = await this.repositoryNow();
+    return { defaultBranch, private: isPrivate };
+  }
+  /** The default branch as it is now (repositoryNow()). */
+  async defaultBranch() {
+    return (await this.repository()).defaultBranch;
+  }
+  async readFile(path8, ref) {
+    try {
+      const { data } = await this.octokit.rest.repos.getContent({
+        ...this.scope.r,
+        path: path8,
+        ref,
+        mediaType: { format: "raw" }
+      });
+      const raw = data;
+      if (typeof raw === "string") return raw;
+      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
+  async permission(user) {
+    try {
+      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({
+        ...this.scope.r,
+        username: user
+      });
+      return data.role_name ?? data.permission;
+    } catch (e) {
+      if (status(e) === 404) return "none";
+      throw e;
+    }
+  }
+  // Branches and commits.
+  async refSha(ref) {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
+      return data.object.sha;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
+  async createRef(ref, sha2) {
+    try {
+      await this.octokit.rest.git.createRef({ ...this.scope.r, ref, sha: sha2 });
+    } catch (e) {
+      if (status(e) !== 422 || await this.refSha(ref) === null) throw e;
+    }
+  }
+  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
+  async refHeads(prefix) {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({
+      ...this.scope.r,
+      ref: prefix.replace(/^refs\//, "")
+    });
+    return new Map(data.map((d) => [d.ref, d.object.sha]));
+  }
+  /**
+   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
+   * a fast-forward, so a ref that moved elsewhere meanwhile (or was deleted) is never overwritten.
+   * Any other refusal (a ruleset's "Repository rule violations found") is thrown as GitHub said it.
+   */
+  async fastForward(ref, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
+      return "moved";
+    } catch (e) {
+      const said = e instanceof Error ? e.message : "";
+      if (status(e) === 422 && /not a fast.?forward|reference does not exist/i.test(said)) return "diverged";
+      throw e;
+    }
+  }
+  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
+  async setRef(ref, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: true });
+      return;
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+    await this.createRef(ref, sha2);
+    const now = await this.refSha(ref);
+    if (now !== sha2) throw new Error(`${ref} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
+  async deleteRef(ref) {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+  }
+  /** A commit's message, parents and tree. */
+  async commit(sha2) {
+    const { data } = await this.octokit.rest.git.getCommit({ ...this.scope.r, commit_sha: sha2 });
+    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
+  }
+  /**
+   * Every file of a tree (blobs and links), or null when it cannot be listed whole. GitHub truncates
+   * a recursive listing past 100,000 entries: with `globs`, the files they can match are then listed
+   * folder by folder, into the folders that may hold one only (TREE_WALK_MAX_LISTINGS at most).
+   */
+  async treeFiles(tree, globs) {
+    const whole = await this.listTree(tree, true, "");
+    if (!whole.truncated) return whole.files;
+    if (!globs) return null;
+    const files = [];
+    let listings = 1;
+    const walk = async (sha2, prefix, tryWhole) => {
+      if (tryWhole) {
+        if (++listings > TREE_WALK_MAX_LISTINGS) return false;
+        const deep = await this.listTree(sha2, true, prefix);
+        if (!deep.truncated) return files.push(...deep.files) >= 0;
+      }
+      if (++listings > TREE_WALK_MAX_LISTINGS) return false;
+      const level = await this.listTree(sha2, false, prefix);
+      if (level.truncated) return false;
+      files.push(...level.files);
+      for (const d of level.folders)
+        if (mayHoldMatch(d.path, globs) && !await walk(d.sha, `${d.path}/`, true)) return false;
+      return true;
+    };
+    return await walk(tree, "", false) ? files : null;
+  }
+  /** One listing of a tree: its files and (not recursive) its folders, their paths under `prefix`. */
+  async listTree(tree, recursive2, prefix) {
+    const { data } = await this.octokit.rest.git.getTree({
+      ...this.scope.r,
+      tree_sha: tree,
+      ...recursive2 ? { recursive: "true" } : {}
+    });
+    const files = [];
+    const folders = [];
+    for (const t of data.tree) {
+      if (!t.path || !t.sha) continue;
+      if (t.type === "blob" && t.mode) files.push({ path: `${prefix}${t.path}`, mode: t.mode, sha: t.sha });
+      else if (t.type === "tree" && !recursive2) folders.push({ path: `${prefix}${t.path}`, sha: t.sha });
+    }
+    return { files, folders, truncated: data.truncated };
+  }
+};
+
+// src/core/seen-events.ts
+function deliveryKey(id) {
+  return `delivery:${id}`;
+}
+function commentKey(id) {
+  return `comment:${id}`;
+}
+function seenAny(list, keys) {
+  return keys.some((k) => list?.includes(k));
+}
+function remember(list, keys) {
+  const kept = (list ?? []).filter((k) => !keys.includes(k));
+  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
+}
+
+// src/github/amend.ts
+var WRITERS = ["admin", "maintain", "write"];
+function canWrite(permission) {
+  return WRITERS.includes(permission);
+}
+async function wakeTick(ctx) {
+  if (!ctx.tick) return;
+  const there = await ctx.api.workflows.setEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
+}
+async function amendOnce(api, read2, message, keys, change) {
+  const run2 = read2.state.id;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = attempt === 0 ? read2 : await api.loadRun(stateRef(run2));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await api.saveRun(stateRef(run2), next.state, files, stored.sha, message)
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
+}
 
 // src/core/map/sample.ts
 function runSnapshots(state, limit) {
@@ -54780,9 +54829,9 @@ async function startedLate(api, files, episode, state, now) {
 async function protectedProblem(api, state, files, sha2, commit) {
   if (!files.protectedDigest) return null;
   const short = sha2.slice(0, 7);
-  const tree = await api.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  const tree = await api.treeFiles(commit.tree, globs);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   if (protectedDigest(tree, globs) !== files.protectedDigest) {
     return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
   }
@@ -55347,7 +55396,7 @@ async function showMap(api, end) {
   if (!head || text === null) return { problem: `its job pushed no map to ${mapRef(end.run)}` };
   const record2 = parseMapRecord(text);
   if ("problem" in record2) return { problem: `${mapRef(end.run)}: map.json: ${record2.problem}` };
-  const tree = await api.treeFiles((await api.commit(head)).tree);
+  const tree = await api.treeFiles((await api.commit(head)).tree, ["map.png"]);
   const image = mapImageUrl(end.repositoryUrl, head, tree?.some((f) => f.path === "map.png") ?? false);
   return {
     comment: mapComment(record2, { image, run: end.run, commit: head, ...end.url ? { jobUrl: end.url } : {} }),
@@ -55846,7 +55895,7 @@ async function startRun(ctx, issue2, asked, requested) {
     baseCommit: setup.base,
     baseScore: null
   });
-  const files = await firstRecord(ctx.api, issue2, asked, setup);
+  const files = firstRecord(issue2, asked, setup);
   const refs = runRefs(run2, layoutFor(setup.config));
   for (const l of state.lineages) await ctx.api.createRef(refs.lineage(l.index, state.lineages.length), setup.base);
   try {
@@ -55887,7 +55936,7 @@ async function overridesFor(api, issue2, asked, requested) {
     return {
       problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:
 
-${given.problems.map((p) => `- ${p}`).join("\n")}`
+${problemList(given.problems)}`
     };
   const author = issue2.author;
   if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : "none")) {
@@ -55920,7 +55969,7 @@ async function readSetup(api, run2, overrides, now) {
     return {
       problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:
 
-${e.problems.map((p) => `- ${p}`).join("\n")}`
+${problemList(e.problems)}`
     };
   }
   const ended = untilPassed(config3, now);
@@ -55936,6 +55985,13 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   if (busy) return { problem: busy };
   const base = await api.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  const globs = [...config3.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
+  const { tree } = await api.commit(base);
+  const baseFiles = await api.treeFiles(tree, globs);
+  if (!baseFiles)
+    return {
+      problem: `\`${branch}\`'s tree is too large for GitHub to list whole, and \`grader.protected\` (with \`.github/workflows/**\`) reaches into too many of its folders to list them one by one: results could not be checked against it. Name the protected paths by their folders (\`tests/**\`, not \`**/test_*.py\`), then label the issue again.`
+    };
   return {
     branch,
     private: repository.private,
@@ -55944,13 +56000,12 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
     worker,
     workerDrift: workerDriftText(drift, branch),
     base,
+    baseTree: tree,
+    protectedDigest: protectedDigest(baseFiles, globs),
     ...overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}
   };
 }
-async function firstRecord(api, issue2, asked, setup) {
-  const baseCommit = await api.commit(setup.base);
-  const baseTree = await api.treeFiles(baseCommit.tree);
-  const globs = [...setup.config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
+function firstRecord(issue2, asked, setup) {
   const task = visibleText(`# ${issue2.title}
 
 ${issue2.body ?? ""}`);
@@ -55972,14 +56027,14 @@ ${issue2.body ?? ""}`);
     bestCommit: null,
     lastNightly: null,
     claims: {},
-    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
+    protectedDigest: setup.protectedDigest,
     privateRepository: setup.private,
     startedBy: asked.by,
     seen: remember([], asked.keys),
     refsLayout: layoutFor(setup.config),
     // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
     baseGrade: "asked",
-    baseTree: baseCommit.tree,
+    baseTree: setup.baseTree,
     ...warning.length > 0 ? { workerWarning: warning.join("\n\n") } : {},
     ...setup.overrides ? { overrides: setup.overrides } : {}
   };
@@ -56006,6 +56061,11 @@ async function runsPerRepo(api, config3, self2, again) {
     if (running.length >= config3.limits.runs_per_repo) break;
   }
   return runsPerRepoProblem(config3, running, again);
+}
+function problemList(problems) {
+  const said = problems.slice(0, PROBLEMS_SAID_MAX).map((p) => `- ${clip(p, PROBLEM_MAX_BYTES)}`);
+  const more = problems.length - said.length;
+  return [...said, ...more > 0 ? [`- and ${more} more`] : []].join("\n");
 }
 
 // src/github/nightly.ts

@@ -182,6 +182,12 @@ export const TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
 export const TIMER_MAX_MS = 2 ** 31 - 1;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
+/**
+ * The most tree listings the app makes to find a tree's protected files when GitHub truncates its
+ * recursive listing (past 100,000 entries): each is one API request, and a result's check is one
+ * of many on a round's way; globs that reach everywhere in so large a tree cannot be checked.
+ */
+export const TREE_WALK_MAX_LISTINGS = 200;
 /** The most files a copy of the working tree may hold to be graded (when the commit gets no score): past it, no comparison. */
 export const WORKING_TREE_MAX_FILES = 20_000;
 /** And the most bytes: a copy of a working tree larger than this costs more than the answer is worth. */
@@ -230,6 +236,9 @@ export const GITHUB_ANNOTATIONS_MAX = 50;
 export const CHECK_OUTPUT_MAX_BYTES = 65_535;
 /** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
 export const BODY_MAX_CHARS = 65_536;
+/** Problems of a refused start said on the issue, each at most PROBLEM_MAX_BYTES: the rest are counted. */
+export const PROBLEMS_SAID_MAX = 20;
+export const PROBLEM_MAX_BYTES = 2_000;
 /** What GitHub gives a job without `timeout-minutes` (its documentation of jobs.<id>.timeout-minutes). */
 export const GITHUB_JOB_TIMEOUT_MINUTES = 360;
 /** Rounds the issue's checklist shows in full; earlier ones are counted in a line. */

@@ -15,6 +15,19 @@ export function matchesAny(path: string, globs: readonly string[]): boolean {
   return globs.some((g) => matchesGlob(path, g));
 }
 
+/**
+ * Whether a folder may hold a path one of the globs matches: it lies on the way to a glob's literal
+ * leading folders, or below them (a glob that starts with a wildcard: any folder may).
+ */
+export function mayHoldMatch(folder: string, globs: readonly string[]): boolean {
+  return globs.some((glob) => {
+    const parts = glob.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
+    const wild = parts.findIndex((p) => WILDCARD.test(p));
+    const lead = (wild === -1 ? parts : parts.slice(0, wild)).join('/');
+    return lead === '' || `${lead}/`.startsWith(`${folder}/`) || folder.startsWith(`${lead}/`);
+  });
+}
+
 const cache = new Map<string, RegExp>();
 
 function globRegExp(pattern: string): RegExp {

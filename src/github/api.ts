@@ -4,7 +4,9 @@
 // requests.ts says how requests are sent (retries, creates made once). Methods are safe to repeat:
 // "already exists" and "already gone" count as done.
 import { randomUUID } from 'node:crypto';
+import { TREE_WALK_MAX_LISTINGS } from '../core/bounds.js';
 import { GITHUB_RUN_RECORD, type GitHubRunRecord, parseGitHubRunRecord } from '../core/github-run-record.js';
+import { mayHoldMatch } from '../core/globs.js';
 import { parseStateRef } from '../core/names.js';
 import { parseRunState, RecordError, recordText, STATE_RECORD, versioned } from '../core/records.js';
 import type { RunState } from '../core/state.js';
@@ -324,12 +326,49 @@ export class GitHubApi {
     return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
   }
 
-  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
-  async treeFiles(tree: string): Promise<TreeFile[] | null> {
-    const { data } = await this.octokit.rest.git.getTree({ ...this.scope.r, tree_sha: tree, recursive: 'true' });
-    if (data.truncated) return null;
-    return data.tree.flatMap((t) =>
-      t.type === 'blob' && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : [],
-    );
+  /**
+   * Every file of a tree (blobs and links), or null when it cannot be listed whole. GitHub truncates
+   * a recursive listing past 100,000 entries: with `globs`, the files they can match are then listed
+   * folder by folder, into the folders that may hold one only (TREE_WALK_MAX_LISTINGS at most).
+   */
+  async treeFiles(tree: string, globs?: readonly string[]): Promise<TreeFile[] | null> {
+    const whole = await this.listTree(tree, true, '');
+    if (!whole.truncated) return whole.files;
+    if (!globs) return null;
+    const files: TreeFile[] = [];
+    let listings = 1;
+    // A folder whole if GitHub lists it so, else one level and into its folders that may hold a match.
+    const walk = async (sha: string, prefix: string, tryWhole: boolean): Promise<boolean> => {
+      if (tryWhole) {
+        if (++listings > TREE_WALK_MAX_LISTINGS) return false;
+        const deep = await this.listTree(sha, true, prefix);
+        if (!deep.truncated) return files.push(...deep.files) >= 0;
+      }
+      if (++listings > TREE_WALK_MAX_LISTINGS) return false;
+      const level = await this.listTree(sha, false, prefix);
+      if (level.truncated) return false;
+      files.push(...level.files);
+      for (const d of level.folders)
+        if (mayHoldMatch(d.path, globs) && !(await walk(d.sha, `${d.path}/`, true))) return false;
+      return true;
+    };
+    return (await walk(tree, '', false)) ? files : null;
+  }
+
+  /** One listing of a tree: its files and (not recursive) its folders, their paths under `prefix`. */
+  private async listTree(tree: string, recursive: boolean, prefix: string) {
+    const { data } = await this.octokit.rest.git.getTree({
+      ...this.scope.r,
+      tree_sha: tree,
+      ...(recursive ? { recursive: 'true' } : {}),
+    });
+    const files: TreeFile[] = [];
+    const folders: { path: string; sha: string }[] = [];
+    for (const t of data.tree) {
+      if (!t.path || !t.sha) continue;
+      if (t.type === 'blob' && t.mode) files.push({ path: `${prefix}${t.path}`, mode: t.mode, sha: t.sha });
+      else if (t.type === 'tree' && !recursive) folders.push({ path: `${prefix}${t.path}`, sha: t.sha });
+    }
+    return { files, folders, truncated: data.truncated };
   }
 }

@@ -88,12 +88,14 @@ export class CheckRuns {
 
   /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
   async find(sha: string, name: string, externalId?: string): Promise<number | null> {
-    const { data } = await this.scope.octokit.rest.checks.listForRef({
+    // Every page: runs of many issues started on one commit each have a check of this name there.
+    const runs = await this.scope.octokit.paginate(this.scope.octokit.rest.checks.listForRef, {
       ...this.scope.r,
       ref: sha,
       check_name: name,
       filter: 'all',
+      per_page: 100,
     });
-    return data.check_runs.find((c) => externalId === undefined || c.external_id === externalId)?.id ?? null;
+    return runs.find((c) => externalId === undefined || c.external_id === externalId)?.id ?? null;
   }
 }

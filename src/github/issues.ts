@@ -1,6 +1,11 @@
 // An issue's conversation: whether it is open and its labels, forkflush's status comment (kept
 // current in place), its other comments (each written once), reactions to commands, labels.
+import { BODY_MAX_CHARS } from '../core/bounds.js';
+import { clip } from '../core/github-text.js';
 import { createOnce, ONCE, type RepoScope, rateLimited, status } from './requests.js';
+
+/** Room kept for a once-marker after a clipped answer (its key is an event's or a comment's id). */
+const MARKER_ROOM_CHARS = 512;
 
 export type Reaction = 'eyes' | '+1' | '-1';
 
@@ -123,7 +128,8 @@ export class Issues {
     });
     const given = comments.find((c) => c.user?.type === 'Bot' && c.body?.includes(marker));
     if (given) return given.id;
-    return this.write(issue, `${body}\n\n${marker}`);
+    // Clipped before the marker goes on: a refusal of a thousand problems must still be said.
+    return this.write(issue, `${clip(body, BODY_MAX_CHARS - MARKER_ROOM_CHARS)}\n\n${marker}`);
   }
 
   /**
@@ -131,7 +137,8 @@ export class Issues {
    * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
    * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
    */
-  async write(issue: number, body: string): Promise<number> {
+  async write(issue: number, text: string): Promise<number> {
+    const body = clip(text, BODY_MAX_CHARS);
     // GitHub's own format: whole seconds, UTC.
     const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, 'Z');
     return createOnce(

@@ -148,7 +148,7 @@ async function showMap(
   if (!head || text === null) return { problem: `its job pushed no map to ${mapRef(end.run)}` };
   const record = parseMapRecord(text);
   if ('problem' in record) return { problem: `${mapRef(end.run)}: map.json: ${record.problem}` };
-  const tree = await api.treeFiles((await api.commit(head)).tree);
+  const tree = await api.treeFiles((await api.commit(head)).tree, ['map.png']);
   const image = mapImageUrl(end.repositoryUrl, head, tree?.some((f) => f.path === 'map.png') ?? false);
   return {
     comment: mapComment(record, { image, run: end.run, commit: head, ...(end.url ? { jobUrl: end.url } : {}) }),

@@ -184,9 +184,9 @@ async function protectedProblem(
 ): Promise<string | null> {
   if (!files.protectedDigest) return null;
   const short = sha.slice(0, 7);
-  const tree = await api.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  const tree = await api.treeFiles(commit.tree, globs);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   if (protectedDigest(tree, globs) !== files.protectedDigest) {
     return `its commit ${short} changes protected paths (${globs.join(', ')}) from the run's base`;
   }

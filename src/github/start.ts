@@ -1,7 +1,9 @@
 // Starting a GitHub run: the label (or `/autoresearch resume` on an issue without a run) reads the
 // config, templates and worker workflow from the default branch, checks the repository's limit of
 // runs, and saves the run's first record; then syncs, which dispatches the opening round.
+import { PROBLEM_MAX_BYTES, PROBLEMS_SAID_MAX } from '../core/bounds.js';
 import { CONFIG_MISNAMED, CONFIG_PATH, type Config, ConfigError, misnamedConfig, parseConfig } from '../core/config.js';
+import { clip } from '../core/github-text.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { runsPerRepoProblem } from '../core/limits.js';
 import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
@@ -50,6 +52,10 @@ interface RunSetup {
   workerDrift: string | null;
   /** The default branch's head commit. */
   base: string;
+  /** The base commit's tree. */
+  baseTree: string;
+  /** What every result must keep of the base: its protected files, as one digest. */
+  protectedDigest: string;
   /** The overrides applied to the config, echoed in the status comment. */
   overrides?: { text: string; source: string };
 }
@@ -82,7 +88,7 @@ export async function startRun(
     baseCommit: setup.base,
     baseScore: null,
   });
-  const files = await firstRecord(ctx.api, issue, asked, setup);
+  const files = firstRecord(issue, asked, setup);
   const refs = runRefs(run, layoutFor(setup.config));
   for (const l of state.lineages) await ctx.api.createRef(refs.lineage(l.index, state.lineages.length), setup.base);
   // 4. Saved (of two handlers, one wins), then synced: the opening round is dispatched.
@@ -142,7 +148,7 @@ async function overridesFor(
   const given = parseOverrides(words);
   if ('problems' in given)
     return {
-      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:\n\n${given.problems.map((p) => `- ${p}`).join('\n')}`,
+      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:\n\n${problemList(given.problems)}`,
     };
   const author = issue.author;
   if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : 'none')) {
@@ -180,7 +186,7 @@ async function readSetup(
     if (!(e instanceof ConfigError)) throw e;
     const withOverrides = overrides ? ` with the overrides \`${overrides.given.text}\` (${overrides.source})` : '';
     return {
-      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:\n\n${e.problems.map((p) => `- ${p}`).join('\n')}`,
+      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:\n\n${problemList(e.problems)}`,
     };
   }
   // A date already past (a slip of the year) would promise nightly rounds that never run.
@@ -200,6 +206,14 @@ async function readSetup(
   if (busy) return { problem: busy };
   const base = await api.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  // What every result must keep of the base: its protected files (checked against each result's tree).
+  const globs = [...config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
+  const { tree } = await api.commit(base);
+  const baseFiles = await api.treeFiles(tree, globs);
+  if (!baseFiles)
+    return {
+      problem: `\`${branch}\`'s tree is too large for GitHub to list whole, and \`grader.protected\` (with \`.github/workflows/**\`) reaches into too many of its folders to list them one by one: results could not be checked against it. Name the protected paths by their folders (\`tests/**\`, not \`**/test_*.py\`), then label the issue again.`,
+    };
   return {
     branch,
     private: repository.private,
@@ -208,21 +222,14 @@ async function readSetup(
     worker,
     workerDrift: workerDriftText(drift, branch),
     base,
+    baseTree: tree,
+    protectedDigest: protectedDigest(baseFiles, globs),
     ...(overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}),
   };
 }
 
 /** The new run's record (run.json): the task, where it runs, who started it, what its results must keep. */
-async function firstRecord(
-  api: GitHubApi,
-  issue: IssueRef,
-  asked: ChangeRequest,
-  setup: RunSetup,
-): Promise<GitHubRunRecord> {
-  // What every result must keep of the base: its protected files (checked against each result's tree).
-  const baseCommit = await api.commit(setup.base);
-  const baseTree = await api.treeFiles(baseCommit.tree);
-  const globs = [...setup.config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
+function firstRecord(issue: IssueRef, asked: ChangeRequest, setup: RunSetup): GitHubRunRecord {
   const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   // Said in the status comment, once: a job Actions would stop before an episode is graded.
   const timeout = workerTimeoutProblem(setup.worker, setup.config);
@@ -243,14 +250,14 @@ async function firstRecord(
     bestCommit: null,
     lastNightly: null,
     claims: {},
-    ...(baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}),
+    protectedDigest: setup.protectedDigest,
     privateRepository: setup.private,
     startedBy: asked.by,
     seen: remember([], asked.keys),
     refsLayout: layoutFor(setup.config),
     // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
     baseGrade: 'asked',
-    baseTree: baseCommit.tree,
+    baseTree: setup.baseTree,
     ...(warning.length > 0 ? { workerWarning: warning.join('\n\n') } : {}),
     ...(setup.overrides ? { overrides: setup.overrides } : {}),
   };
@@ -296,4 +303,11 @@ export async function runsPerRepo(api: GitHubApi, config: Config, self: string, 
     if (running.length >= config.limits.runs_per_repo) break;
   }
   return runsPerRepoProblem(config, running, again);
+}
+
+/** Problems as a list for the issue: the first PROBLEMS_SAID_MAX, and how many more (a paragraph of unknown words makes hundreds). */
+function problemList(problems: readonly string[]): string {
+  const said = problems.slice(0, PROBLEMS_SAID_MAX).map((p) => `- ${clip(p, PROBLEM_MAX_BYTES)}`);
+  const more = problems.length - said.length;
+  return [...said, ...(more > 0 ? [`- and ${more} more`] : [])].join('\n');
 }

@@ -852,6 +852,12 @@ export class FakeGitHub {
     return null;
   }
 
+  /**
+   * The most entries one tree listing holds: GitHub's is 100,000 (REST "Get a tree": past it,
+   * `truncated` is true); a test sets a small one to meet a truncated listing without that many files.
+   */
+  treeListingMax = 100_000;
+
   /** The installation of the token that authenticated the request being answered. */
   private tokenInstallation: number | null = null;
 
@@ -988,8 +994,12 @@ export class FakeGitHub {
       const sha = m[1] as string;
       const entries = this.store.treeEntries(sha, q.has('recursive'));
       if (!entries) return [404, error(404, 'Not Found')];
-      const tree = entries.map((t) => ({ ...t, url: `${this.repoUrl}/git/${t.type}s/${t.sha}` }));
-      return [200, { sha, url: `${this.repoUrl}/git/trees/${sha}`, tree, truncated: false }];
+      // GitHub lists at most so many entries, then says the listing is truncated ("Get a tree").
+      const truncated = entries.length > this.treeListingMax;
+      const tree = entries
+        .slice(0, this.treeListingMax)
+        .map((t) => ({ ...t, url: `${this.repoUrl}/git/${t.type}s/${t.sha}` }));
+      return [200, { sha, url: `${this.repoUrl}/git/trees/${sha}`, tree, truncated }];
     });
     route('GET', /\/git\/commits\/([0-9a-f]+)/, (m) => {
       const c = this.commits.get(m[1] as string);

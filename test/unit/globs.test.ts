@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { guardedFolders, matchesGlob } from '../../src/core/globs.js';
+import { guardedFolders, matchesGlob, mayHoldMatch } from '../../src/core/globs.js';
 
 const FILES = [
   'grade.mjs',
@@ -62,6 +62,23 @@ describe('protected globs', () => {
       .filter(Boolean)
       .sort();
     expect(FILES.filter((f) => matchesGlob(f, pattern)).sort()).toEqual(git);
+  });
+});
+
+describe('mayHoldMatch: the folders a walk of a large tree must list to find the protected files', () => {
+  it("is the folders on the way to a glob's literal lead, and those below it", () => {
+    const globs = ['grade.mjs', 'tests/unit/*.py', '.github/workflows/**'];
+    const may = (folder: string) => mayHoldMatch(folder, globs);
+    expect(['tests', 'tests/unit', 'tests/unit/deep', '.github', '.github/workflows/x'].filter(may)).toHaveLength(5);
+    expect(['data', 'test', 'tests/e2e', 'grade', '.githubx', 'src/tests'].filter(may)).toEqual([]);
+    // A glob that starts with a wildcard may match below any folder; a literal path names a folder too.
+    expect(mayHoldMatch('vendor/x', ['**/*.py'])).toBe(true);
+    expect(mayHoldMatch('vendor', ['*.py'])).toBe(true);
+    expect(mayHoldMatch('checks/a', ['checks'])).toBe(true);
+    // Every folder a walk skips holds no file the glob matches (checked against matchesGlob).
+    const files = ['tests/unit/a.py', 'tests/e2e/b.py', '.github/workflows/ci.yml', 'data/grade.mjs', 'grade.mjs'];
+    for (const f of files.filter((f) => globs.some((g) => matchesGlob(f, g))))
+      for (let i = f.indexOf('/'); i > 0; i = f.indexOf('/', i + 1)) expect(may(f.slice(0, i)), f).toBe(true);
   });
 });
 
