@@ -33910,7 +33910,13 @@ var IDENTITY = [
   "-c",
   "core.hooksPath=/dev/null",
   "-c",
-  "core.fsmonitor=false"
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false",
+  "-c",
+  "tag.gpgSign=false",
+  "-c",
+  "core.splitIndex=false"
 ];
 var Git = class _Git {
   constructor(cwd, options = {}) {
@@ -36340,7 +36346,7 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
   await own3.asIs();
   const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
-  const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
+  const ignore = ["-c", `core.excludesFile=${excludes ?? "/dev/null"}`];
   await refuseOversized(own3, workspace, index, ignore);
   const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
@@ -39152,10 +39158,12 @@ var LocalForge = class {
   async reopenEpisode(state, e) {
     if (!e.result) return;
     const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+    await this.mayMove([ref]);
     await this.git.casRef(ref, e.base, e.result.commit, `forkflush: ${e.id} runs again`);
   }
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
   async recordResult(prepared, commit, reason) {
+    await this.mayMove([prepared.branchRef]);
     await this.git.setRef(prepared.branchRef, commit, reason);
   }
   // The core's work items (core/work.ts), carried out on the repository's refs. Each is safe to
@@ -39179,6 +39187,12 @@ var LocalForge = class {
    */
   async settleRound(state, round2) {
     const adopted = round2.decision?.adopted ?? [];
+    await this.mayMove(
+      round2.episodes.flatMap((e) => [
+        this.ref(lineageBranch(state.id, e.lineage, state.lineages.length)),
+        this.ref(episodeBranch(state.id, e.round, e.branch))
+      ])
+    );
     for (const e of round2.episodes) {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
@@ -39213,7 +39227,23 @@ var LocalForge = class {
       }
   }
   async moveBest(state, commit) {
+    await this.mayMove([this.ref(bestBranch(state.id))]);
     await this.git.setRef(this.ref(bestBranch(state.id)), commit, `forkflush: best ${state.best?.episode ?? ""}`);
+  }
+  /**
+   * Throws before a run's branch moves while a worktree of the user's has it checked out: git
+   * refuses that move too, and the files and index there would then undo the run's commits.
+   */
+  async mayMove(refs) {
+    const listed = await this.git.out(["worktree", "list", "--porcelain"]);
+    for (const tree of listed.split("\n\n")) {
+      const lines2 = tree.split("\n");
+      const ref = refs.find((r) => lines2.includes(`branch ${r}`));
+      if (ref)
+        throw new Error(
+          `${ref.replace(/^refs\/heads\//, "")} is checked out in ${lines2[0]?.replace(/^worktree /, "")}: forkflush moves the run's branches as it goes, and that worktree's files and index would then undo its commits; switch it to another branch (git switch --detach keeps its files)`
+        );
+    }
   }
   /** Nothing to propose locally: the run's end prints how to take the best home. */
   async publishRun() {
@@ -40161,8 +40191,21 @@ async function taskFolder(dir) {
   return realpath6(resolve6(dir));
 }
 async function gitTop(dir) {
-  const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath6(r.stdout.trim()) : null;
+  const git = new Git(dir);
+  const r = await git.exec(["rev-parse", "--show-toplevel"], { check: false });
+  if (r.exitCode !== 0) {
+    if (/dubious ownership/.test(r.stderr))
+      throw new UserError(
+        `git refuses the repository at ${dir}: it is owned by another user (git's safe.directory). Run forkflush as its owner, or trust it: git config --global --add safe.directory ${shellQuote(dir)}`
+      );
+    return null;
+  }
+  const format = await git.exec(["rev-parse", "--show-object-format"], { check: false });
+  if (format.exitCode === 0 && format.stdout.trim() !== "sha1")
+    throw new UserError(
+      `the repository at ${dir} uses ${format.stdout.trim()} object names: forkflush works with SHA-1 repositories only. Run it on a copy of the task in a folder of its own (no repository: forkflush makes one), or in a SHA-1 clone`
+    );
+  return realpath6(r.stdout.trim());
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);

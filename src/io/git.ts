@@ -61,7 +61,9 @@ function shownArgs(args: string[]): string {
 }
 
 // Identity per command; and no hooks or fsmonitor: forkflush's own git commands run in checkouts
-// whose files (and possibly config) an agent just had in its hands.
+// whose files (and possibly config) an agent just had in its hands. Nor what the user's own config
+// asks of their commits: a signing program that waits for a passphrase would hold the run at
+// night, and a split index leaves its shared part where a workspace's git cannot find it.
 const IDENTITY = [
   '-c',
   'user.name=forkflush',
@@ -71,6 +73,12 @@ const IDENTITY = [
   'core.hooksPath=/dev/null',
   '-c',
   'core.fsmonitor=false',
+  '-c',
+  'commit.gpgSign=false',
+  '-c',
+  'tag.gpgSign=false',
+  '-c',
+  'core.splitIndex=false',
 ];
 
 export interface GitResult {

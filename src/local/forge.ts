@@ -173,11 +173,13 @@ export class LocalForge implements ForgeWork {
   async reopenEpisode(state: RunState, e: Episode): Promise<void> {
     if (!e.result) return;
     const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+    await this.mayMove([ref]);
     await this.git.casRef(ref, e.base, e.result.commit, `forkflush: ${e.id} runs again`);
   }
 
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
   async recordResult(prepared: PreparedEpisode, commit: string, reason: string): Promise<void> {
+    await this.mayMove([prepared.branchRef]);
     await this.git.setRef(prepared.branchRef, commit, reason);
   }
 
@@ -204,6 +206,12 @@ export class LocalForge implements ForgeWork {
    */
   async settleRound(state: RunState, round: Round): Promise<void> {
     const adopted = round.decision?.adopted ?? [];
+    await this.mayMove(
+      round.episodes.flatMap((e) => [
+        this.ref(lineageBranch(state.id, e.lineage, state.lineages.length)),
+        this.ref(episodeBranch(state.id, e.round, e.branch)),
+      ]),
+    );
     for (const e of round.episodes) {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
@@ -238,7 +246,24 @@ export class LocalForge implements ForgeWork {
   }
 
   async moveBest(state: RunState, commit: string): Promise<void> {
+    await this.mayMove([this.ref(bestBranch(state.id))]);
     await this.git.setRef(this.ref(bestBranch(state.id)), commit, `forkflush: best ${state.best?.episode ?? ''}`);
+  }
+
+  /**
+   * Throws before a run's branch moves while a worktree of the user's has it checked out: git
+   * refuses that move too, and the files and index there would then undo the run's commits.
+   */
+  private async mayMove(refs: string[]): Promise<void> {
+    const listed = await this.git.out(['worktree', 'list', '--porcelain']);
+    for (const tree of listed.split('\n\n')) {
+      const lines = tree.split('\n');
+      const ref = refs.find((r) => lines.includes(`branch ${r}`));
+      if (ref)
+        throw new Error(
+          `${ref.replace(/^refs\/heads\//, '')} is checked out in ${lines[0]?.replace(/^worktree /, '')}: forkflush moves the run's branches as it goes, and that worktree's files and index would then undo its commits; switch it to another branch (git switch --detach keeps its files)`,
+        );
+    }
   }
 
   /** Nothing to propose locally: the run's end prints how to take the best home. */

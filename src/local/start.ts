@@ -360,9 +360,24 @@ export async function taskFolder(dir: string): Promise<string> {
   return realpath(resolve(dir));
 }
 
+/** The top of the repository `dir` is in, or null for a folder in none; a repository git refuses is a UserError. */
 async function gitTop(dir: string): Promise<string | null> {
-  const r = await new Git(dir).exec(['rev-parse', '--show-toplevel'], { check: false });
-  return r.exitCode === 0 ? realpath(r.stdout.trim()) : null;
+  const git = new Git(dir);
+  const r = await git.exec(['rev-parse', '--show-toplevel'], { check: false });
+  if (r.exitCode !== 0) {
+    // Not "no repository": a run on a copy of its files would land nothing in it.
+    if (/dubious ownership/.test(r.stderr))
+      throw new UserError(
+        `git refuses the repository at ${dir}: it is owned by another user (git's safe.directory). Run forkflush as its owner, or trust it: git config --global --add safe.directory ${shellQuote(dir)}`,
+      );
+    return null;
+  }
+  const format = await git.exec(['rev-parse', '--show-object-format'], { check: false });
+  if (format.exitCode === 0 && format.stdout.trim() !== 'sha1')
+    throw new UserError(
+      `the repository at ${dir} uses ${format.stdout.trim()} object names: forkflush works with SHA-1 repositories only. Run it on a copy of the task in a folder of its own (no repository: forkflush makes one), or in a SHA-1 clone`,
+    );
+  return realpath(r.stdout.trim());
 }
 
 /** Run folders never show up as changes in the user's repository. */

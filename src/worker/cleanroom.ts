@@ -169,7 +169,8 @@ export async function snapshot(
   await own.asIs();
   const { cleaned } = await sweepTree(workspace, own.signal);
   await copyIndex(checkoutIndex, index);
-  const ignore = excludes ? ['-c', `core.excludesFile=${excludes}`] : [];
+  // The repository's ignore rules and setup's outputs, never the user's own ignore file (as on GitHub).
+  const ignore = ['-c', `core.excludesFile=${excludes ?? '/dev/null'}`];
   await refuseOversized(own, workspace, index, ignore);
   const add = () => own.exec([...ignore, 'add', '--all'], { workTree: workspace, index, check: false });
   let added = await add();
