@@ -32096,7 +32096,12 @@ function compareText(r) {
   lines2.push(spendLine(r));
   if (!r.complete)
     lines2.push(
-      `Unfinished: ${r.runs.filter((x) => x.status !== "finished").length} runs are not done; these figures are partial.`
+      `Unfinished: ${r.runs.filter((x) => x.status !== "finished" && x.status !== "idle").length} runs are not done; these figures are partial.`
+    );
+  const idle = r.runs.filter((x) => x.status === "idle").length;
+  if (idle > 0)
+    lines2.push(
+      `Idle: in ${idle} run${idle === 1 ? "" : "s"} no agent did any work; ${idle === 1 ? "it is" : "they are"} counted in runs, not in the scores.`
     );
   return lines2.join("\n");
 }
@@ -32266,6 +32271,8 @@ var manifestSchema = external_exports.object({
   configFile: external_exports.string(),
   /** The config's text when the compare started: runs started later must see the same. */
   configText: external_exports.string(),
+  /** The commit its runs start from (the task's HEAD when it started; none for a plain folder). */
+  baseCommit: external_exports.string().optional(),
   /** --budget and --branches, applied to every run (null: the config's). */
   budget: external_exports.number().positive().nullable(),
   branches: external_exports.number().int().positive().nullable(),
@@ -32318,7 +32325,8 @@ function planCompare(p) {
     variants,
     seeds,
     entries,
-    ...p.planned !== void 0 ? { planned: p.planned } : {}
+    ...p.planned !== void 0 ? { planned: p.planned } : {},
+    ...p.baseCommit !== void 0 ? { baseCommit: p.baseCommit } : {}
   };
 }
 function samePlan(a, b, seedGiven) {
@@ -32326,6 +32334,7 @@ function samePlan(a, b, seedGiven) {
     m.kind,
     m.configFile,
     m.configText,
+    m.baseCommit,
     m.budget,
     m.branches,
     m.strategies,
@@ -32481,10 +32490,11 @@ function runRecord(e, state) {
   const used = spent(state);
   const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
   const stop3 = state.status === "finished" ? null : runStop(state);
-  const status = state.status === "finished" ? "finished" : stop3 ? stop3.code === 1 ? "stopped" : "failed" : "unfinished";
+  const finished = state.status === "finished" ? nothingDone(state) === null ? "finished" : "idle" : null;
+  const status = finished ?? (stop3 ? stop3.code === 1 ? "stopped" : "failed" : "unfinished");
   return {
     ...base,
-    best: state.best?.score ?? null,
+    best: status === "idle" ? null : state.best?.score ?? null,
     spent: Math.round(used * 1e6) / 1e6,
     episodes: episodes.filter((x) => x.result).length,
     status,
@@ -32496,7 +32506,7 @@ function runRecord(e, state) {
 function compareResults(m, states, config2) {
   const direction = config2.grader.direction;
   const records = m.entries.map((e) => runRecord(e, e.run ? states.get(e.run) ?? null : null));
-  const done = (r) => r.status === "finished" || r.status === "stopped";
+  const done = (r) => r.status === "finished" || r.status === "stopped" || r.status === "idle";
   const scores = records.filter((r) => done(r) && r.best !== null).map((r) => r.best);
   const norm = normalizer(scores, direction);
   const summary2 = [];
@@ -32600,6 +32610,157 @@ function progressEstimate(o) {
   }, 0);
   const seconds4 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
   return { runs: left.length, spend, seconds: seconds4 };
+}
+
+// src/io/git.ts
+import { lstat, readdir, realpath } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep as sep2 } from "node:path";
+var GitError = class extends Error {
+  constructor(args, exitCode, stderr) {
+    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
+    this.args = args;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+  args;
+  exitCode;
+  stderr;
+  name = "GitError";
+};
+var GitStalledError = class extends GitError {
+  constructor(args, ms, blockedOn) {
+    super(args, null, "");
+    this.ms = ms;
+    this.blockedOn = blockedOn;
+    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
+  }
+  ms;
+  blockedOn;
+  name = "GitStalledError";
+};
+var GitOutputTooLongError = class extends GitError {
+  name = "GitOutputTooLongError";
+  constructor(args, exitCode) {
+    super(args, exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1e6} MB`);
+  }
+};
+var GitStoppedError = class extends GitError {
+  name = "GitStoppedError";
+  constructor(args, reason) {
+    super(args, null, `stopped (${reason})`);
+  }
+};
+function shownArgs(args) {
+  const rest = [...args];
+  while (rest[0] === "-c") rest.splice(0, 2);
+  const text = rest.join(" ");
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "commit.gpgSign=false",
+  "-c",
+  "tag.gpgSign=false",
+  "-c",
+  "core.splitIndex=false"
+];
+var Git = class _Git {
+  constructor(cwd, options = {}) {
+    this.cwd = cwd;
+    this.options = options;
+  }
+  cwd;
+  options;
+  /**
+   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
+   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
+   */
+  async exec(args, options = {}) {
+    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
+    const r = await runProcess("git", [...IDENTITY, ...args], {
+      cwd: this.cwd,
+      env,
+      ...options.input !== void 0 ? { input: options.input } : {},
+      maxOutput: GIT_OUTPUT_MAX_CHARS,
+      timeoutMs,
+      ...signal ? { signal } : {}
+    });
+    if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
+    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
+    if (r.outputCut) throw new GitOutputTooLongError(args, r.exitCode);
+    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
+    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
+    return result;
+  }
+  async out(args) {
+    return (await this.exec(args)).stdout.trim();
+  }
+  at(cwd) {
+    return new _Git(cwd, this.options);
+  }
+  async revParse(rev) {
+    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
+  async casRef(ref, next, expected2, reason) {
+    const old = expected2 ?? "0".repeat(40);
+    const args = ["update-ref", "-m", reason, ref, next, old];
+    const r = await this.exec(args, { check: false });
+    if (r.exitCode === 0) return true;
+    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
+    const at = now.exitCode === 0 ? now.stdout.trim() : null;
+    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
+    return false;
+  }
+  async setRef(ref, next, reason) {
+    await this.exec(["update-ref", "-m", reason, ref, next]);
+  }
+  async deleteRef(ref) {
+    await this.exec(["update-ref", "-d", ref], { check: false });
+  }
+  async isAncestor(ancestor, descendant) {
+    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
+  }
+};
+async function gitRunsFromTree(repo) {
+  const git = new Git(repo);
+  const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
+  const inTree = (path) => {
+    const rel = relative(top, resolve(top, path));
+    return rel === "" || rel.startsWith("..") || isAbsolute(rel) ? null : rel.split(sep2).join("/");
+  };
+  const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
+  const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
+  const globs = [];
+  const hooksPath = (await settings("^core\\.hookspath$")).at(-1);
+  const hooks = hooksPath && !hooksPath.startsWith("~") ? inTree(hooksPath) : null;
+  if (hooks) {
+    globs.push(`${hooks}/**`);
+    const parent = hooks.split("/").slice(0, -1).join("/");
+    if (parent && !await tracked(`${hooks}/**`)) globs.push(`${parent}/**`);
+  }
+  const hooksDir = join(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
+  for (const name2 of await readdir(hooksDir).catch(() => [])) {
+    const target = await realpath(join(hooksDir, name2)).catch(() => null);
+    const path = target && (await lstat(join(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
+    if (path) globs.push(path);
+  }
+  for (const file2 of await settings("^include(if\\..*)?\\.path$")) {
+    const path = file2.startsWith("~") ? null : inTree(resolve(top, ".git", file2));
+    if (path && !path.startsWith(".git/")) globs.push(path);
+  }
+  return [...new Set(globs)];
 }
 
 // src/local/compare-runs.ts
@@ -33172,12 +33333,12 @@ function progressView(out, startedAt, now, env = process.env) {
 // src/local/reports.ts
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join as join2 } from "node:path";
+import { join as join3 } from "node:path";
 
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { basename, delimiter, dirname as dirname2, isAbsolute, join } from "node:path";
+import { basename, delimiter, dirname as dirname2, isAbsolute as isAbsolute2, join as join2 } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT = {
@@ -33202,7 +33363,7 @@ function forkflushVars(s) {
 
 // src/io/agent-files.ts
 import { execFile } from "node:child_process";
-import { lstat, readdir, rename, unlink } from "node:fs/promises";
+import { lstat as lstat2, readdir as readdir2, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 var exec2 = promisify(execFile);
 var NOTHING_CLEANED = {
@@ -33272,7 +33433,7 @@ async function cleanAgentFolder(dir, limits = null) {
 var DOT_GIT = Buffer.from(".git");
 var COMMONDIR = Buffer.from("commondir");
 async function walk(dir, rootLength, inGit, cleaned, kept) {
-  const entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
+  const entries = await readdir2(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
   for (const e of entries) {
     if (++kept.entries > kept.maxEntries) return;
     const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
@@ -33295,7 +33456,7 @@ async function walk(dir, rootLength, inGit, cleaned, kept) {
       if (cleaned.trapPaths.length < NOTE_NAMED_TRAPS_MAX)
         cleaned.trapPaths = [...cleaned.trapPaths, path.subarray(rootLength).toString()];
     } else {
-      const size = (await lstat(path).catch(() => null))?.size ?? 0;
+      const size = (await lstat2(path).catch(() => null))?.size ?? 0;
       if (size > CONTEXT_FILE_MAX_BYTES) {
         await unlink(path).catch(() => {
         });
@@ -33421,9 +33582,9 @@ function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
 }
 function episodeLogs(scratchDir) {
   return {
-    agent: join(scratchDir, "agent.log"),
-    grader: join(scratchDir, "grader.log"),
-    setup: join(scratchDir, "setup.log")
+    agent: join2(scratchDir, "agent.log"),
+    grader: join2(scratchDir, "grader.log"),
+    setup: join2(scratchDir, "setup.log")
   };
 }
 async function withAccount(sandbox, use2) {
@@ -33441,7 +33602,7 @@ function agentConfinement(p, config2, env) {
     shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join(p.box, "tmp"),
+    tmp: join2(p.box, "tmp"),
     network: false
   };
 }
@@ -33471,12 +33632,12 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir, ...fixed.pinned.map((f2) => join(dir, f2))],
+    writable: [dir, ...fixed.pinned.map((f2) => join2(dir, f2))],
     readable: [
       ...p.objects,
       ...exposed,
       ...config2.sandbox.read.map(expandHome),
-      ...fixed.readOnly.map((f2) => join(dir, f2))
+      ...fixed.readOnly.map((f2) => join2(dir, f2))
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
@@ -33512,13 +33673,13 @@ function exposedInside(hidden, never2, env) {
   const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
   const out = new Set(ALWAYS_READABLE);
   for (const d of dirs) {
-    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
+    const dir = d && isAbsolute2(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
     const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join(prefix, sub));
+    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -33528,14 +33689,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name2 of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join(dir, name2));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join2(dir, name2));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join(dir, "etc"));
+    look(join2(dir, "etc"));
   }
   return out;
 }
@@ -33568,10 +33729,10 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join(inside, "home"), TMPDIR: inside };
+  return { HOME: join2(inside, "home"), TMPDIR: inside };
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join(process.env.HOME || homedir(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
 }
 
 // src/local/reports.ts
@@ -33592,7 +33753,7 @@ ${mapSection(map2, { image: "map.svg" })}` : ""}`
   return { report, chart };
 }
 async function readMap(dir) {
-  const text = await readFile(join2(dir, "map.json"), "utf8").catch(() => null);
+  const text = await readFile(join3(dir, "map.json"), "utf8").catch(() => null);
   if (text === null) return null;
   const map2 = parseMapRecord(text);
   return "problem" in map2 ? null : map2;
@@ -33855,157 +34016,6 @@ async function followLog(logFile, on2) {
       if (rest) on2(rest);
     }
   };
-}
-
-// src/io/git.ts
-import { lstat as lstat2, readdir as readdir2, realpath } from "node:fs/promises";
-import { isAbsolute as isAbsolute2, join as join3, relative, resolve, sep as sep2 } from "node:path";
-var GitError = class extends Error {
-  constructor(args, exitCode, stderr) {
-    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
-    this.args = args;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
-  }
-  args;
-  exitCode;
-  stderr;
-  name = "GitError";
-};
-var GitStalledError = class extends GitError {
-  constructor(args, ms, blockedOn) {
-    super(args, null, "");
-    this.ms = ms;
-    this.blockedOn = blockedOn;
-    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
-    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
-  }
-  ms;
-  blockedOn;
-  name = "GitStalledError";
-};
-var GitOutputTooLongError = class extends GitError {
-  name = "GitOutputTooLongError";
-  constructor(args, exitCode) {
-    super(args, exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1e6} MB`);
-  }
-};
-var GitStoppedError = class extends GitError {
-  name = "GitStoppedError";
-  constructor(args, reason) {
-    super(args, null, `stopped (${reason})`);
-  }
-};
-function shownArgs(args) {
-  const rest = [...args];
-  while (rest[0] === "-c") rest.splice(0, 2);
-  const text = rest.join(" ");
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-var IDENTITY = [
-  "-c",
-  "user.name=forkflush",
-  "-c",
-  "user.email=forkflush@users.noreply.localhost",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "commit.gpgSign=false",
-  "-c",
-  "tag.gpgSign=false",
-  "-c",
-  "core.splitIndex=false"
-];
-var Git = class _Git {
-  constructor(cwd, options = {}) {
-    this.cwd = cwd;
-    this.options = options;
-  }
-  cwd;
-  options;
-  /**
-   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
-   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
-   */
-  async exec(args, options = {}) {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
-    const r = await runProcess("git", [...IDENTITY, ...args], {
-      cwd: this.cwd,
-      env,
-      ...options.input !== void 0 ? { input: options.input } : {},
-      maxOutput: GIT_OUTPUT_MAX_CHARS,
-      timeoutMs,
-      ...signal ? { signal } : {}
-    });
-    if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
-    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
-    if (r.outputCut) throw new GitOutputTooLongError(args, r.exitCode);
-    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
-    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
-    return result;
-  }
-  async out(args) {
-    return (await this.exec(args)).stdout.trim();
-  }
-  at(cwd) {
-    return new _Git(cwd, this.options);
-  }
-  async revParse(rev) {
-    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
-    return r.exitCode === 0 ? r.stdout.trim() : null;
-  }
-  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
-  async casRef(ref, next, expected2, reason) {
-    const old = expected2 ?? "0".repeat(40);
-    const args = ["update-ref", "-m", reason, ref, next, old];
-    const r = await this.exec(args, { check: false });
-    if (r.exitCode === 0) return true;
-    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
-    const at = now.exitCode === 0 ? now.stdout.trim() : null;
-    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
-    return false;
-  }
-  async setRef(ref, next, reason) {
-    await this.exec(["update-ref", "-m", reason, ref, next]);
-  }
-  async deleteRef(ref) {
-    await this.exec(["update-ref", "-d", ref], { check: false });
-  }
-  async isAncestor(ancestor, descendant) {
-    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
-  }
-};
-async function gitRunsFromTree(repo) {
-  const git = new Git(repo);
-  const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
-  const inTree = (path) => {
-    const rel = relative(top, resolve(top, path));
-    return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : rel.split(sep2).join("/");
-  };
-  const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
-  const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
-  const globs = [];
-  const hooksPath = (await settings("^core\\.hookspath$")).at(-1);
-  const hooks = hooksPath && !hooksPath.startsWith("~") ? inTree(hooksPath) : null;
-  if (hooks) {
-    globs.push(`${hooks}/**`);
-    const parent = hooks.split("/").slice(0, -1).join("/");
-    if (parent && !await tracked(`${hooks}/**`)) globs.push(`${parent}/**`);
-  }
-  const hooksDir = join3(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
-  for (const name2 of await readdir2(hooksDir).catch(() => [])) {
-    const target = await realpath(join3(hooksDir, name2)).catch(() => null);
-    const path = target && (await lstat2(join3(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
-    if (path) globs.push(path);
-  }
-  for (const file2 of await settings("^include(if\\..*)?\\.path$")) {
-    const path = file2.startsWith("~") ? null : inTree(resolve(top, ".git", file2));
-    if (path && !path.startsWith(".git/")) globs.push(path);
-  }
-  return [...new Set(globs)];
 }
 
 // src/agents/model-apis.ts
@@ -38596,11 +38606,6 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
       note: [`graded again with no other branch running: the first grading (${first}) ran beside others`, g.note].filter(Boolean).join("; ")
     };
   }
-  if (g.machineShort === "disk")
-    throw new DiskFullError(
-      `the disk is full (the judge ran out of it grading ${job.episode.id}, twice): ${job.episode.id} was not recorded; free some space and resume the run`,
-      charge.spent
-    );
   const hide2 = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
 ${g.stdout}${g.stderr}`;
@@ -38933,6 +38938,12 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting, sharedMa
       return { interrupted: charged2.spent, estimated: charged2.estimated ?? false, failure: err };
     });
     if ("failure" in result) return result;
+    if (result.machineShort === "disk")
+      return {
+        interrupted: result.spent,
+        estimated: result.spentBasis === "estimated",
+        problem: `the disk is full (the judge ran out of it grading ${e.id}, twice): ${e.id} was not recorded; free some space and resume the run`
+      };
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
@@ -40352,7 +40363,13 @@ var CompareRuns = class {
     const { m, base } = this.c;
     const e = m.entries[i];
     const label = `run ${i + 1} of ${m.entries.length} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
-    const open4 = await this.openEntry(e, width);
+    const open4 = await this.openEntry(e, width).catch((err) => {
+      if (!(err instanceof UserError || err instanceof ConfigError)) throw err;
+      if (!this.failure) this.failure = { code: 2, message: `${label}: ${err.message}` };
+      this.halt.abort("setup");
+      return null;
+    });
+    if (!open4) return;
     this.states.set(open4.state.id, open4.state);
     this.spentAtStart.set(open4.state.id, this.spentAtStart.get(open4.state.id) ?? spent(open4.state));
     if (runDone(open4.state)) return;
@@ -40468,6 +40485,8 @@ async function chooseCompare(o) {
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
   const configText2 = await readFile11(file2, "utf8");
+  const head = await new Git(taskDir).exec(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { check: false });
+  const baseCommit = head.exitCode === 0 ? head.stdout.trim() : void 0;
   const created = o.now();
   const wanted = planCompare({
     kind: o.kind,
@@ -40477,7 +40496,8 @@ async function chooseCompare(o) {
     configText: configText2,
     config: config2,
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
-    ...pick2(o, ["strategies", "seeds", "variants", "budget", "branches", "planned"])
+    ...pick2(o, ["strategies", "seeds", "variants", "budget", "branches", "planned"]),
+    ...baseCommit ? { baseCommit } : {}
   });
   const { open: found, done } = await compares(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
@@ -40491,6 +40511,10 @@ async function chooseCompare(o) {
     if (last.configText !== configText2)
       throw new UserError(
         `${file2} changed since ${o.kind} ${last.id} started: its runs must share one config; restore it, or start a new ${o.kind} (without --resume)`
+      );
+    if (last.baseCommit !== void 0 && last.baseCommit !== baseCommit)
+      throw new UserError(
+        `the task is at commit ${baseCommit?.slice(0, 7) ?? "(none)"}, not ${last.baseCommit.slice(0, 7)} where ${o.kind} ${last.id} started: its runs must start from one commit to compare; check that commit out to resume, or start a new ${o.kind} (without --resume)`
       );
     [manifest, resumed] = [last, true];
   } else {
@@ -40575,11 +40599,12 @@ async function runCompare(o) {
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (runs.failure) return { ...end, ...runs.failure };
   if (runs.interrupted) return { ...end, code: 130 };
-  if (!results.runs.some((r) => r.best !== null)) return { ...end, code: 1 };
   const ended = m.entries.flatMap((_, i) => stateOf(m, i, states) ?? []).filter((s) => s.status === "finished");
-  const whys = ended.map(nothingDone);
-  const idle = ended.length > 0 && whys.every((w) => w !== null) ? whys[0] : void 0;
-  return { ...end, code: idle ? 1 : 0, ...idle ? { idle } : {} };
+  const idleRuns = results.runs.filter((r) => r.status === "idle");
+  const why = ended.map(nothingDone).find((w) => w !== null);
+  const idle = idleRuns.length === 0 ? void 0 : `${idleRuns.length === ended.length ? `no run of the ${m.kind} did any work` : `${idleRuns.length} of the ${ended.length} runs of the ${m.kind} did no work`} (${idleRuns.map((r) => `${r.strategy}${m.variants.length > 1 ? ` ${r.variant}` : ""} seed ${r.seed}`).join(", ")}: ${why})`;
+  if (idle) return { ...end, code: 1, idle };
+  return { ...end, code: results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
@@ -40749,7 +40774,7 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 `);
   if (c.code === 1 && c.idle)
     io.stderr.write(
-      `forkflush: no run of the ${kind} did any work (${c.idle}): see each run's report.md and its agents' logs
+      `forkflush: ${c.idle}: such runs are left out of the figures; see each run's report.md and its agents' logs
 `
     );
   else if (c.code === 1 && c.message)
@@ -42314,6 +42339,14 @@ function analyzeProbe(records, o) {
     improved,
     threshold: PROBE_SPREAD
   };
+  if (o.unfinishedOf !== void 0) {
+    return {
+      ...base,
+      recommendation: "none yet",
+      reason: `Only ${n} of the ${o.unfinishedOf} runs planned ended: no recommendation from part of them.`,
+      next: `forkflush probe ${dir} --resume`
+    };
+  }
   if (o.idle) {
     return {
       ...base,
@@ -42386,6 +42419,7 @@ async function runProbe(o) {
   const total = outcome.manifest.planned ?? planned.budget.total;
   const r = outcome.results;
   const done = r.runs.filter((x) => x.status === "finished" || x.status === "stopped");
+  const ended = done.length + r.runs.filter((x) => x.status === "idle").length;
   const analysis = analyzeProbe(done, {
     direction: r.direction,
     initial: r.initial,
@@ -42393,7 +42427,8 @@ async function runProbe(o) {
     planned: budget ?? (total !== planned.budget.total ? total : null),
     budgetEach: each,
     unit: r.budget.unit,
-    ...outcome.idle ? { idle: outcome.idle } : {}
+    ...outcome.idle && done.length === 0 ? { idle: outcome.idle } : {},
+    ...ended < r.runs.length ? { unfinishedOf: r.runs.length } : {}
   });
   if (!o.dryRun) {
     const folder = outcome.folder;

@@ -6,8 +6,9 @@ import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
 import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
 import { BASE_JOB, MAP_JOB } from '../core/names.js';
+import { formatNumber } from '../core/text.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
-import { InterruptedError } from '../worker/episode-errors.js';
+import { DiskFullError, InterruptedError } from '../worker/episode-errors.js';
 import { type AgentLogReport, publishAgentLog, workflowSafe } from './agent-log.js';
 import {
   type ArtifactResult,
@@ -96,9 +97,13 @@ export async function run(): Promise<void> {
       const logs = await uploadFolder(settings, e.failedLogs, service, jobEnv.GITHUB_RUN_ATTEMPT);
       if (logs.uploaded) e.message = `${e.message}; their logs are the artifact ${logs.name}`;
     }
+    // What the agent spent, where known: the job's line and its `spent` output say it.
+    const spent = e instanceof InterruptedError || e instanceof DiskFullError ? e.spent : null;
+    if (spent !== null) core.setOutput('spent', String(spent));
+    const charged = spent === null ? '' : ` (its agent spent ${formatNumber(spent, 4)})`;
     if (e instanceof InterruptedError)
-      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result`));
-    else core.setFailed(workflowSafe(`${what}: ${e instanceof Error ? e.message : String(e)}`));
+      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result${charged}`));
+    else core.setFailed(workflowSafe(`${what}: ${e instanceof Error ? e.message : String(e)}${charged}`));
     if (e instanceof Error && e.stack) core.debug(workflowSafe(e.stack));
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);

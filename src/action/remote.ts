@@ -4,6 +4,7 @@
 // (/proc/<pid>/cmdline is world-readable), never in a file. The records repository's config is
 // written afresh before each such command, and the user's global config is not read, so an
 // `insteadOf` or a credential helper planted there cannot redirect the token.
+import { NETWORK_GIT_STALL_SECONDS } from '../core/bounds.js';
 import type { GitResult } from '../io/git.js';
 import type { RecordsRepo } from './records.js';
 
@@ -75,7 +76,10 @@ export class Remote {
 
   private async run(args: string[], okCodes = [0]): Promise<string> {
     await this.records.resetConfig();
-    const r: GitResult = await this.records.git.exec(args, { check: false, env: this.auth });
+    // A server that stops answering fails the command within a minute, not at GIT_TIMEOUT_MS: git's
+    // own stall bound for http (bytes per second, for so many seconds).
+    const stall = { GIT_HTTP_LOW_SPEED_LIMIT: '1000', GIT_HTTP_LOW_SPEED_TIME: String(NETWORK_GIT_STALL_SECONDS) };
+    const r: GitResult = await this.records.git.exec(args, { check: false, env: { ...this.auth, ...stall } });
     if (r.exitCode !== null && okCodes.includes(r.exitCode)) return r.stdout;
     const why = r.stderr.trim().split('\n').slice(-3).join(' ') || `exit ${r.exitCode}`;
     throw new Error(`git ${args[0]} ${this.url} failed: ${why}`);

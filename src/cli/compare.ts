@@ -94,7 +94,7 @@ export function finishCompare(
     io.stderr.write(`\ninterrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume\n`);
   if (c.code === 1 && c.idle)
     io.stderr.write(
-      `forkflush: no run of the ${kind} did any work (${c.idle}): see each run's report.md and its agents' logs\n`,
+      `forkflush: ${c.idle}: such runs are left out of the figures; see each run's report.md and its agents' logs\n`,
     );
   else if (c.code === 1 && c.message)
     io.stderr.write(`forkflush: ${c.message}\nno other run was started: fix it, then start a new ${kind}\n`);

@@ -236,6 +236,8 @@ export const GITHUB_ANNOTATIONS_MAX = 50;
 export const CHECK_OUTPUT_MAX_BYTES = 65_535;
 /** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
 export const BODY_MAX_CHARS = 65_536;
+/** How long the Action's git may move (almost) no bytes to or from GitHub before it gives up: a stalled push. */
+export const NETWORK_GIT_STALL_SECONDS = 60;
 /** Problems of a refused start said on the issue, each at most PROBLEM_MAX_BYTES: the rest are counted. */
 export const PROBLEMS_SAID_MAX = 20;
 export const PROBLEM_MAX_BYTES = 2_000;

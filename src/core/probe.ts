@@ -6,7 +6,7 @@ import { type Direction, goodness, sd } from './compare/stats.js';
 import { PROBE_EPISODES_EACH, PROBE_SPREAD } from './method.js';
 import { formatNumber, shellQuote } from './text.js';
 
-export type Recommendation = 'help likely' | 'little to gain' | 'too hard at this budget';
+export type Recommendation = 'help likely' | 'little to gain' | 'too hard at this budget' | 'none yet';
 
 export interface ProbeAnalysis {
   runs: number;
@@ -48,6 +48,8 @@ export function analyzeProbe(
     unit: string;
     /** Why no run did any work (local/compare.ts), when none did. */
     idle?: string;
+    /** The probe's runs planned, when some did not end (interrupted, or stopped): it recommends nothing yet. */
+    unfinishedOf?: number;
   },
 ): ProbeAnalysis {
   const bests = records.map((r) => r.best);
@@ -80,6 +82,15 @@ export function analyzeProbe(
     improved,
     threshold: PROBE_SPREAD,
   };
+  if (o.unfinishedOf !== undefined) {
+    // Part of the runs says nothing of the spread of all of them.
+    return {
+      ...base,
+      recommendation: 'none yet',
+      reason: `Only ${n} of the ${o.unfinishedOf} runs planned ended: no recommendation from part of them.`,
+      next: `forkflush probe ${dir} --resume`,
+    };
+  }
   if (o.idle) {
     // More budget buys the same: the agent is what to look at.
     return {

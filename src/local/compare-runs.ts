@@ -8,7 +8,8 @@ import type { Variant } from '../core/compare/config.js';
 import { type CompareManifest, runOverrides, variantText } from '../core/compare/plan.js';
 import { duration, renderCompareReport } from '../core/compare/report.js';
 import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare/results.js';
-import { type Config, parseConfig } from '../core/config.js';
+import { type Config, ConfigError, parseConfig } from '../core/config.js';
+import { UserError } from '../core/errors.js';
 import type { RunState } from '../core/state.js';
 import { runStop } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
@@ -170,7 +171,15 @@ export class CompareRuns {
     const { m, base } = this.c;
     const e = m.entries[i] as CompareManifest['entries'][number];
     const label = `run ${i + 1} of ${m.entries.length} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ''}, seed ${e.seed})`;
-    const open = await this.openEntry(e, width);
+    const open = await this.openEntry(e, width).catch((err: unknown) => {
+      // A run that cannot start (a variant's agent not found, a config it makes invalid) would be
+      // refused the same way on every try: the compare stops, naming the run, with the others kept.
+      if (!(err instanceof UserError || err instanceof ConfigError)) throw err;
+      if (!this.failure) this.failure = { code: 2, message: `${label}: ${err.message}` };
+      this.halt.abort('setup');
+      return null;
+    });
+    if (!open) return;
     this.states.set(open.state.id, open.state);
     this.spentAtStart.set(open.state.id, this.spentAtStart.get(open.state.id) ?? spentOf(open.state));
     if (runDone(open.state)) return;

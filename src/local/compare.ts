@@ -27,6 +27,7 @@ import { runIdAt } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { nothingDone } from '../core/stop.js';
+import { Git } from '../io/git.js';
 import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
 import { scheduleRuns } from './compare-schedule.js';
 import { loadConfig, startRun, taskFolder } from './start.js';
@@ -64,7 +65,7 @@ export interface CompareOutcome {
   /** 0 done; 1 no run got a score, or did any work; 2 a run's setup cannot work; 130 interrupted. */
   code: number;
   message?: string;
-  /** Why no finished run did any work (each one's `nothingDone`), when none did. */
+  /** Which finished runs did no work and why (`nothingDone`), when any did none: they are not scored. */
   idle?: string;
 }
 
@@ -90,6 +91,9 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
   };
   const { config, file } = await loadConfig(taskDir, o.configFile, overrides);
   const configText = await readFile(file, 'utf8');
+  // Runs compare only from one commit: a grader committed mid-compare would mix two scales.
+  const head = await new Git(taskDir).exec(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { check: false });
+  const baseCommit = head.exitCode === 0 ? head.stdout.trim() : undefined;
   const created = o.now();
   const wanted = planCompare({
     kind: o.kind,
@@ -100,6 +104,7 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
     config,
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
     ...pick(o, ['strategies', 'seeds', 'variants', 'budget', 'branches', 'planned']),
+    ...(baseCommit ? { baseCommit } : {}),
   });
   const { open: found, done } = await compares(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
@@ -113,6 +118,10 @@ async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
     if (last.configText !== configText)
       throw new UserError(
         `${file} changed since ${o.kind} ${last.id} started: its runs must share one config; restore it, or start a new ${o.kind} (without --resume)`,
+      );
+    if (last.baseCommit !== undefined && last.baseCommit !== baseCommit)
+      throw new UserError(
+        `the task is at commit ${baseCommit?.slice(0, 7) ?? '(none)'}, not ${last.baseCommit.slice(0, 7)} where ${o.kind} ${last.id} started: its runs must start from one commit to compare; check that commit out to resume, or start a new ${o.kind} (without --resume)`,
       );
     [manifest, resumed] = [last, true];
   } else {
@@ -209,12 +218,17 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (runs.failure) return { ...end, ...runs.failure };
   if (runs.interrupted) return { ...end, code: 130 };
-  if (!results.runs.some((r) => r.best !== null)) return { ...end, code: 1 };
-  // Runs in which no agent did any work (`run` exits 1 for one): their table ranks the initial score.
+  // Runs in which no agent did any work (`run` exits 1 for one): left out of the table's figures,
+  // and the compare is red, since a strategy must not win because the other's agents crashed.
   const ended = m.entries.flatMap((_, i) => stateOf(m, i, states) ?? []).filter((s) => s.status === 'finished');
-  const whys = ended.map(nothingDone);
-  const idle = ended.length > 0 && whys.every((w) => w !== null) ? (whys[0] as string) : undefined;
-  return { ...end, code: idle ? 1 : 0, ...(idle ? { idle } : {}) };
+  const idleRuns = results.runs.filter((r) => r.status === 'idle');
+  const why = ended.map(nothingDone).find((w) => w !== null);
+  const idle =
+    idleRuns.length === 0
+      ? undefined
+      : `${idleRuns.length === ended.length ? `no run of the ${m.kind} did any work` : `${idleRuns.length} of the ${ended.length} runs of the ${m.kind} did no work`} (${idleRuns.map((r) => `${r.strategy}${m.variants.length > 1 ? ` ${r.variant}` : ''} seed ${r.seed}`).join(', ')}: ${why})`;
+  if (idle) return { ...end, code: 1, idle };
+  return { ...end, code: results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 
 /**

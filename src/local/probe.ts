@@ -41,7 +41,9 @@ export async function runProbe(o: ProbeOptions): Promise<ProbeOutcome> {
   const each = outcome.manifest.budget ?? budgetEach;
   const total = outcome.manifest.planned ?? planned.budget.total;
   const r = outcome.results;
+  // Runs in which no agent did any work are left out: their initial score is no measure of the spread.
   const done = r.runs.filter((x) => x.status === 'finished' || x.status === 'stopped');
+  const ended = done.length + r.runs.filter((x) => x.status === 'idle').length;
   const analysis = analyzeProbe(done, {
     direction: r.direction,
     initial: r.initial,
@@ -49,7 +51,8 @@ export async function runProbe(o: ProbeOptions): Promise<ProbeOutcome> {
     planned: budget ?? (total !== planned.budget.total ? total : null),
     budgetEach: each,
     unit: r.budget.unit,
-    ...(outcome.idle ? { idle: outcome.idle } : {}),
+    ...(outcome.idle && done.length === 0 ? { idle: outcome.idle } : {}),
+    ...(ended < r.runs.length ? { unfinishedOf: r.runs.length } : {}),
   });
   if (!o.dryRun) {
     const folder = outcome.folder;

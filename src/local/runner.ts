@@ -287,6 +287,14 @@ async function runOne(
       return { interrupted: charged.spent, estimated: charged.estimated ?? false, failure: err };
     });
     if ('failure' in result) return result;
+    // A disk the judge found full twice stays full here: the run stops, and the episode runs again
+    // on resume (on GitHub the job's machine is gone with it, and its round is void instead).
+    if (result.machineShort === 'disk')
+      return {
+        interrupted: result.spent,
+        estimated: result.spentBasis === 'estimated',
+        problem: `the disk is full (the judge ran out of it grading ${e.id}, twice): ${e.id} was not recorded; free some space and resume the run`,
+      };
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {

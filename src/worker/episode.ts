@@ -247,13 +247,6 @@ async function gradeStep(
         .join('; '),
     };
   }
-  // A disk the judge found full twice says nothing of the branch, and stays full: the run stops,
-  // as for a disk full in any other step, and the episode runs again on resume.
-  if (g.machineShort === 'disk')
-    throw new DiskFullError(
-      `the disk is full (the judge ran out of it grading ${job.episode.id}, twice): ${job.episode.id} was not recorded; free some space and resume the run`,
-      charge.spent,
-    );
   // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
   // Neither shows what grader.env and setup.env hold: the graded code could print it.
   const hide = judgeRedactor(job.config, b.source);

@@ -21,6 +21,7 @@ import {
   type JobRun,
   logWithoutMasks,
   makeActionRepo,
+  onceExists,
   processesWith,
   RUNTIME_TOKEN,
   runJob,
@@ -269,4 +270,30 @@ describeSandboxed('taking over the job', () => {
     expect(readdirSync(repo.root).filter((f) => f.startsWith('pwned'))).toEqual([]);
     expectNoSecrets(repo, job);
   });
+});
+
+describeSandboxed('a job cancelled at night', () => {
+  it('a job cancelled while its agent works ends red within 7.5 s, saying and outputting what the agent spent so far', async () => {
+    const repo = makeActionRepo('node agent.mjs hang {calls}');
+    repo.publish(repo.openingState());
+    let signalled = 0;
+    const job = await runJob(repo, 'r0.b1', {
+      onStart: onceExists(`${repo.callsLog}.child-marker`, (child) => {
+        // The agent wrote its usage (1 token) and its marker: a moment, then the runner's cancel.
+        setTimeout(() => {
+          signalled = Date.now();
+          child.kill('SIGINT');
+        }, 1000);
+      }),
+    });
+    const took = Date.now() - signalled;
+    const facts = `exit ${job.exitCode} after ${took} ms; outputs ${JSON.stringify(job.outputs)}\n${job.stdout.slice(-1500)}`;
+    expect(signalled, facts).toBeGreaterThan(0);
+    expect(job.exitCode, facts).toBe(1);
+    expect(took, facts).toBeLessThan(7_500);
+    expect(job.stdout, facts).toMatch(
+      /::error::.*the job was cancelled before the episode had a result \(its agent spent 1\)/,
+    );
+    expect(job.outputs.spent, facts).toBe('1');
+  }, 90_000);
 });

@@ -230,8 +230,9 @@ describe('compare left overnight', () => {
     const r = await cliWith(['compare', t.dir, '--strategies', 'single-run,flush-only', '--seeds', '1', '--seed', '1']);
     const folder = folderOf(r.out);
     const results = jsonFile(join(folder, 'results.json'));
-    // Every run finished, spent its budget, changed nothing: "best" is only the initial workspace's score.
-    expect(results.runs.every((x: { status: string; best: number }) => x.status === 'finished' && x.best === 0)).toBe(
+    // Every run finished, spent its budget, changed nothing: idle, with no score of its own (its
+    // best would only be the initial workspace's).
+    expect(results.runs.every((x: { status: string; best: number }) => x.status === 'idle' && x.best === null)).toBe(
       true,
     );
     expect(r.code, `${r.out}${r.err}`).not.toBe(0);
@@ -244,7 +245,7 @@ describe('probe left overnight', () => {
     const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6', ...IDLE_AGENT });
     const r = await cliWith(['probe', t.dir, '--runs', '2', '--seed', '1', '--json']);
     const out = JSON.parse(r.out);
-    expect(out.runs.every((x: { status: string }) => x.status === 'finished')).toBe(true);
+    expect(out.runs.every((x: { status: string }) => x.status === 'idle')).toBe(true);
     // Today: exit 0, "too hard at this budget", next: probe again with twice --budget-each.
     expect(r.code, `${r.err}\n${JSON.stringify(out.probe)}`).not.toBe(0);
     expect(out.probe.next ?? '').not.toMatch(/--budget-each/);

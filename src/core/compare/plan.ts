@@ -29,6 +29,8 @@ export const manifestSchema = z.object({
   configFile: z.string(),
   /** The config's text when the compare started: runs started later must see the same. */
   configText: z.string(),
+  /** The commit its runs start from (the task's HEAD when it started; none for a plain folder). */
+  baseCommit: z.string().optional(),
   /** --budget and --branches, applied to every run (null: the config's). */
   budget: z.number().positive().nullable(),
   branches: z.number().int().positive().nullable(),
@@ -78,6 +80,7 @@ export interface PlanInput {
   branches?: number;
   seed: number;
   planned?: number;
+  baseCommit?: string;
 }
 
 /**
@@ -109,6 +112,7 @@ export function planCompare(p: PlanInput): CompareManifest {
     seeds,
     entries,
     ...(p.planned !== undefined ? { planned: p.planned } : {}),
+    ...(p.baseCommit !== undefined ? { baseCommit: p.baseCommit } : {}),
   };
 }
 
@@ -119,6 +123,7 @@ export function samePlan(a: CompareManifest, b: CompareManifest, seedGiven: bool
       m.kind,
       m.configFile,
       m.configText,
+      m.baseCommit,
       m.budget,
       m.branches,
       m.strategies,

@@ -137,7 +137,12 @@ export function compareText(r: CompareResults): string {
   lines.push(spendLine(r));
   if (!r.complete)
     lines.push(
-      `Unfinished: ${r.runs.filter((x) => x.status !== 'finished').length} runs are not done; these figures are partial.`,
+      `Unfinished: ${r.runs.filter((x) => x.status !== 'finished' && x.status !== 'idle').length} runs are not done; these figures are partial.`,
+    );
+  const idle = r.runs.filter((x) => x.status === 'idle').length;
+  if (idle > 0)
+    lines.push(
+      `Idle: in ${idle} run${idle === 1 ? '' : 's'} no agent did any work; ${idle === 1 ? 'it is' : 'they are'} counted in runs, not in the scores.`,
     );
   return lines.join('\n');
 }

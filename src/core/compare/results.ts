@@ -7,7 +7,7 @@ import { charged, spent } from '../budget.js';
 import type { Config, Strategy } from '../config.js';
 import { PAPER_RESULTS } from '../method.js';
 import { allEpisodes, type RunState } from '../state.js';
-import { runStop } from '../stop.js';
+import { nothingDone, runStop } from '../stop.js';
 import type { Variant } from './config.js';
 import type { CompareEntry, CompareManifest } from './plan.js';
 import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } from './stats.js';
@@ -16,7 +16,8 @@ import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } f
  * finished; stopped: nothing scored in its opening round (done: resuming would not change that);
  * failed: its setup cannot work (an agent that cannot start), redone once the setup is fixed.
  */
-export type RunStatus = 'finished' | 'stopped' | 'failed' | 'unfinished' | 'not started';
+/** `idle`: finished, but no agent did any work (core/stop.ts nothingDone): its score is the initial one, no measure. */
+export type RunStatus = 'finished' | 'idle' | 'stopped' | 'failed' | 'unfinished' | 'not started';
 
 export interface RunRecord {
   strategy: Strategy;
@@ -61,11 +62,11 @@ export function runRecord(e: CompareEntry, state: RunState | null): RunRecord {
   const used = spent(state);
   const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
   const stop = state.status === 'finished' ? null : runStop(state);
-  const status: RunStatus =
-    state.status === 'finished' ? 'finished' : stop ? (stop.code === 1 ? 'stopped' : 'failed') : 'unfinished';
+  const finished = state.status === 'finished' ? (nothingDone(state) === null ? 'finished' : 'idle') : null;
+  const status: RunStatus = finished ?? (stop ? (stop.code === 1 ? 'stopped' : 'failed') : 'unfinished');
   return {
     ...base,
-    best: state.best?.score ?? null,
+    best: status === 'idle' ? null : (state.best?.score ?? null),
     spent: Math.round(used * 1e6) / 1e6,
     episodes: episodes.filter((x) => x.result).length,
     status,
@@ -137,7 +138,7 @@ export interface CompareResults {
 export function compareResults(m: CompareManifest, states: Map<string, RunState>, config: Config): CompareResults {
   const direction = config.grader.direction;
   const records = m.entries.map((e) => runRecord(e, e.run ? (states.get(e.run) ?? null) : null));
-  const done = (r: RunRecord) => r.status === 'finished' || r.status === 'stopped';
+  const done = (r: RunRecord) => r.status === 'finished' || r.status === 'stopped' || r.status === 'idle';
   const scores = records.filter((r) => done(r) && r.best !== null).map((r) => r.best as number);
   const norm = normalizer(scores, direction);
   const summary: SummaryRow[] = [];
