@@ -64,3 +64,27 @@ export function plainEnv(): NodeJS.ProcessEnv {
 }
 
 export const cli = (...argv: string[]): Promise<CliResult> => cliWith(argv);
+
+/** Runs the CLI and stops it (Ctrl-C) once `runs` runs of a compare or probe have finished. */
+export async function interruptAfter(argv: string[], runs: number): Promise<CliResult> {
+  const stop = new AbortController();
+  let out = '';
+  let err = '';
+  let finished = 0;
+  const io: Io = {
+    stdout: stream((s) => {
+      out += s;
+      finished += (s.match(/\) finished: /g) ?? []).length;
+      if (finished >= runs) stop.abort();
+    }, false),
+    stderr: stream((s) => {
+      err += s;
+    }, false),
+    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
+    now: () => FIXED,
+    signal: stop.signal,
+    env: plainEnv(),
+  };
+  const code = await main(argv, io);
+  return { code, out, err };
+}

@@ -3,10 +3,8 @@
 // start. Each ends red and says which, with the runs done kept and no figure that misleads.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { type Io, main } from '../../src/cli/main.js';
-import { cliWith, plainEnv } from './cli-io.js';
+import { cliWith, interruptAfter } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
 const BUDGET = 'total: 12\n  unit: tokens\n  episode: 6';
@@ -43,36 +41,6 @@ await import('./agent.mjs');
   t.git('add', '-A');
   t.git('commit', '-qm', 'flaky agent');
   return t;
-}
-
-/** Runs the CLI in-process and stops it (Ctrl-C) once `runs` runs have finished. */
-async function interruptAfter(argv: string[], runs: number): Promise<{ code: number; out: string; err: string }> {
-  const stop = new AbortController();
-  let out = '';
-  let err = '';
-  let finished = 0;
-  const stream = (add: (s: string) => void) =>
-    ({
-      write: (s: string) => {
-        add(s);
-        return true;
-      },
-      isTTY: false,
-    }) as unknown as NodeJS.WriteStream;
-  const io: Io = {
-    stdout: stream((s) => {
-      out += s;
-      finished += (s.match(/\) finished: /g) ?? []).length;
-      if (finished >= runs) stop.abort();
-    }),
-    stderr: stream((s) => (err += s)),
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
-    now: () => new Date('2026-11-30T10:00:00Z'),
-    signal: stop.signal,
-    env: plainEnv(),
-  };
-  const code = await main(argv, io);
-  return { code, out, err };
 }
 
 describe('compare and probe overnight', () => {

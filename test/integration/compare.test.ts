@@ -3,10 +3,8 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { type Io, main } from '../../src/cli/main.js';
-import { cliWith, plainEnv } from './cli-io.js';
+import { cliWith, interruptAfter } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
 // A row's bound catches a hang, not slowness: whole compares took up to two minutes each on a busy
@@ -298,32 +296,3 @@ describe('the bundled example, on a copy of its folder', () => {
     }
   }, 240_000);
 });
-
-/** Runs the CLI and stops it (Ctrl-C) once `runs` runs have finished. */
-async function interruptAfter(argv: string[], runs: number): Promise<{ code: number; out: string; err: string }> {
-  const stop = new AbortController();
-  let out = '';
-  let err = '';
-  let finished = 0;
-  const stream = (add: (s: string) => void) => {
-    const write = (s: string) => {
-      add(s);
-      return true;
-    };
-    return { write, isTTY: false } as unknown as NodeJS.WriteStream;
-  };
-  const io: Io = {
-    stdout: stream((s) => {
-      out += s;
-      finished += (s.match(/\) finished: /g) ?? []).length;
-      if (finished >= runs) stop.abort();
-    }),
-    stderr: stream((s) => (err += s)),
-    stdin: new PassThrough() as unknown as NodeJS.ReadStream,
-    now: () => new Date('2026-11-30T10:00:00Z'),
-    signal: stop.signal,
-    env: plainEnv(),
-  };
-  const code = await main(argv, io);
-  return { code, out, err };
-}
