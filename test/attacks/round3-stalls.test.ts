@@ -291,10 +291,11 @@ describeSandboxed('SIGTERM to forkflush run', () => {
     }
   });
 
-  it("while forkflush's own git is stuck on a FIFO (its user's ignore file, made one by the agent): the same", async () => {
+  it("while forkflush's own git is stuck on a FIFO (its user's attributes file, made one by the agent): the same", async () => {
     const marker = unique('ff-term-git');
     const repo = makeAttackRepo({ agent: `sh {fx}/round3-term.sh git {logs} ${marker}`, grader: CAT_GRADER });
-    // forkflush's git reads $XDG_CONFIG_HOME/git/ignore; here it is in a folder the agent may write.
+    // forkflush's git reads $XDG_CONFIG_HOME/git/attributes (its ignore file no longer: the
+    // repository's rules alone apply to the agent's work); here it is in a folder the agent may write.
     const xdg = join(repo.logs, 'xdg');
     mkdirSync(join(xdg, 'git'), { recursive: true });
     chmodSync(join(xdg, 'git'), 0o777);
