@@ -208,8 +208,9 @@ describeSandboxed('big and many files', () => {
     expect(names.some((n) => n.includes(Buffer.from('fifo')))).toBe(false);
     // The message names none of them on a line of its own.
     expect(commitMessage(gitDir, result.commit)).not.toMatch(/^Forkflush-Score: 99[89]/m);
-    expect(ms).toBeLessThan(30_000);
-  });
+    // A bound on a pathological walk (hours), not a timing: 10 s idle, 35 s beside the whole suite.
+    expect(ms).toBeLessThan(120_000);
+  }, 180_000);
 });
 
 describeSandboxed('names and depths that break folder walks', () => {
