@@ -70532,7 +70532,10 @@ Forkflush-Save: ${randomUUID()}`,
       if (tryWhole) {
         if (++listings > TREE_WALK_MAX_LISTINGS) return false;
         const deep = await this.listTree(sha2, true, prefix);
-        if (!deep.truncated) return files.push(...deep.files) >= 0;
+        if (!deep.truncated) {
+          files.push(...deep.files);
+          return true;
+        }
       }
       if (++listings > TREE_WALK_MAX_LISTINGS) return false;
       const level = await this.listTree(sha2, false, prefix);
