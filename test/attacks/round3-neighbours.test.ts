@@ -257,7 +257,7 @@ describeSandboxed('a branch that starves its sibling of CPU while the sibling is
           "# The honest grader: some work, then the number in value.txt.\nawk 'BEGIN { for (i = 0; i < 18000000; i++) s += i }'\ncat value.txt 2>/dev/null || echo 0\n",
       },
       graderTimeout: 5,
-      agentTimeout: 60,
+      agentTimeout: 150,
       ...TWO_BRANCHES,
     });
     const { state } = await runLocal(repo, { concurrency: 2 });
@@ -270,7 +270,7 @@ describeSandboxed('a branch that starves its sibling of CPU while the sibling is
     expect(b1?.result?.score, how).toBe(3);
     // The honest outcome: the sibling's judge is not starved into a time-out, and it wins.
     expectJudgedSiblingWins(state, how);
-  }, 120_000);
+  }, 300_000);
 });
 
 describeSandboxed("a branch that goes for the objects its round borrows, to spoil its sibling's", () => {
