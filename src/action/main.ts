@@ -43,7 +43,9 @@ export async function run(): Promise<void> {
   const episode = core.getInput('episode');
   const what = `forkflush ${runId || '(no run)'} ${episode || '(no episode)'}`;
   const cancel = new AbortController();
-  const onSignal = signalHandler(cancel, what);
+  // Set once the episode's result is on its branch: a cancel after that (during the log's upload) loses no result.
+  let pushed: JobOutcome | null = null;
+  const onSignal = signalHandler(cancel, () => `${what}: ${cancelledLine(pushed)}`);
   const started = new Date();
   // Before the forge secrets are forgotten: what the log must not show, and the artifact service.
   const jobEnv = { ...process.env };
@@ -83,6 +85,7 @@ export async function run(): Promise<void> {
     }
     // 3. The episode, then its agent's log published.
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
+    pushed = outcome;
     const published = await report(outcome);
     // 4. The outputs, the summary, and the job's colour.
     await reportOutcome(outcome, published, { jobEnv, service, what });
@@ -101,8 +104,7 @@ export async function run(): Promise<void> {
     const spent = e instanceof InterruptedError || e instanceof DiskFullError ? e.spent : null;
     if (spent !== null) core.setOutput('spent', String(spent));
     const charged = spent === null ? '' : ` (its agent spent ${formatNumber(spent, 4)})`;
-    if (e instanceof InterruptedError)
-      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result${charged}`));
+    if (e instanceof InterruptedError) core.setFailed(workflowSafe(`${what}: ${cancelledLine(pushed)}${charged}`));
     else core.setFailed(workflowSafe(`${what}: ${e instanceof Error ? e.message : String(e)}${charged}`));
     if (e instanceof Error && e.stack) core.debug(workflowSafe(e.stack));
   } finally {
@@ -110,8 +112,15 @@ export async function run(): Promise<void> {
   }
 }
 
+/** What a cancelled job says: whether the episode's result had reached its branch. */
+function cancelledLine(pushed: JobOutcome | null): string {
+  if (!pushed) return 'the job was cancelled before the episode had a result';
+  const score = pushed.result.score === null ? 'no score' : `score ${formatNumber(pushed.result.score, 6)}`;
+  return `the job was cancelled after the episode's result was pushed (commit ${pushed.result.commit.slice(0, 10)}, ${score}): the round has it; only the agent's log and this summary may be missing`;
+}
+
 /** SIGINT or SIGTERM: the episode is stopped; a second signal, or a stop that takes too long, ends it all. */
-function signalHandler(cancel: AbortController, what: string) {
+function signalHandler(cancel: AbortController, said: () => string) {
   return (signal: NodeJS.Signals) => {
     if (cancel.signal.aborted) {
       // A second signal: at once, with everything the episode started.
@@ -119,9 +128,7 @@ function signalHandler(cancel: AbortController, what: string) {
       process.exit(1);
     }
     cancel.abort(signal);
-    exitWithin(ACTION_STOP_WITHIN_MS, 1, (line) =>
-      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result (${line})`)),
-    );
+    exitWithin(ACTION_STOP_WITHIN_MS, 1, (line) => core.setFailed(workflowSafe(`${said()} (${line})`)));
   };
 }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { basicCredentials } from '../../src/action/remote.js';
 import { parseCommitMessage } from '../../src/core/journal.js';
 import { contextRef, episodeBranch } from '../../src/core/names.js';
-import { ACTION, type ActionRepo, RUN } from '../integration/action-repo.js';
+import { ACTION, type ActionRepo, RUN, stalledResultsService } from '../integration/action-repo.js';
 import {
   CONTEXT_KEY,
   cleanRegrade,
@@ -295,5 +295,44 @@ describeSandboxed('a job cancelled at night', () => {
       /::error::.*the job was cancelled before the episode had a result \(its agent spent 1\)/,
     );
     expect(job.outputs.spent, facts).toBe('1');
+  }, 90_000);
+
+  // The runner cancels a job whose result is pushed while its log goes up (a stalled results
+  // service): the job used to say "before the episode had a result", and whoever read it re-ran
+  // an episode the round already had.
+  it('a job cancelled once its result is pushed says the round has the result, with its commit', async () => {
+    const stalled = await stalledResultsService();
+    try {
+      const repo = makeActionRepo('node agent.mjs improve {calls}');
+      repo.publish(repo.openingState());
+      let signalled = 0;
+      const job = await runJob(repo, 'r0.b1', {
+        serverUrl: 'http://github.localhost',
+        env: stalled.env(repo),
+        onStart: (child) => {
+          let out = '';
+          child.stdout?.on('data', (d: Buffer) => {
+            out += d.toString();
+            if (!signalled && /pushed: /.test(out)) {
+              signalled = Date.now();
+              child.kill('SIGINT');
+            }
+          });
+        },
+      });
+      const head = repo.ref(`refs/heads/${episodeBranch(RUN, 0, 1)}`);
+      const facts = `exit ${job.exitCode} ${Date.now() - signalled} ms after the signal\n${job.stdout.slice(-1500)}`;
+      expect(signalled, facts).toBeGreaterThan(0);
+      expect(head, facts).not.toBe(repo.base);
+      expect(job.exitCode, facts).toBe(1);
+      expect(job.stdout, facts).toMatch(
+        new RegExp(
+          `::error::.*the job was cancelled after the episode's result was pushed \\(commit ${head?.slice(0, 10)}, score [0-9.]+\\): the round has it`,
+        ),
+      );
+      expect(job.stdout, facts).not.toMatch(/before the episode had a result/);
+    } finally {
+      stalled.close();
+    }
   }, 90_000);
 });

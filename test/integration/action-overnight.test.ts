@@ -2,24 +2,15 @@
 // not hold the job, and a context GitHub refuses does not take the result down with it.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACT_UPLOAD_TIMEOUT_MS } from '../../src/core/bounds.js';
 import { contextRef, episodeBranch } from '../../src/core/names.js';
-import { ACTION, ActionRepo, RUN } from './action-repo.js';
+import { ACTION, ActionRepo, RUN, type StalledService, stalledResultsService } from './action-repo.js';
 
 beforeAll(() => {
   if (!existsSync(ACTION)) throw new Error(`${ACTION} is missing: run \`npm run bundle\` first`);
 });
-
-/** A JWT as the runner's ACTIONS_RUNTIME_TOKEN is: @actions/artifact reads its backend ids from `scp`. */
-function runtimeToken(): string {
-  const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  const scp =
-    'Actions.GenericRead:00000000-0000-0000-0000-000000000000 Actions.Results:ce7f54c7-61c7-4aae-887f-30da475f5f1a:ca395085-040a-526b-2ce8-bdc85f692774';
-  return `${b64({ alg: 'RS256', typ: 'JWT' })}.${b64({ scp })}.c2ln`;
-}
 
 /**
  * GitHub's own rule on every push (GH001): a blob over 100 MiB is refused, and with it the whole
@@ -48,12 +39,9 @@ exit 0
 
 describe('the worker Action, overnight on a hosted runner', () => {
   // An Actions results service that takes the connection and never answers (a stalled upload).
-  const stalled = createServer(() => {});
-  let resultsUrl = '';
+  let stalled: StalledService;
   beforeAll(async () => {
-    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
-    const a = stalled.address();
-    resultsUrl = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/`;
+    stalled = await stalledResultsService();
   });
   afterAll(() => stalled.close());
 
@@ -66,20 +54,10 @@ describe('the worker Action, overnight on a hosted runner', () => {
       const repo = new ActionRepo();
       repo.publish(repo.openingState());
       // The server as github.com-like (*.localhost is not GHES to @actions/artifact); git is sent to the bare repository.
-      const gitconfig = join(repo.root, 'system.gitconfig');
-      writeFileSync(
-        gitconfig,
-        `[url "file://${join(repo.root, 'server')}/"]\n\tinsteadOf = http://github.localhost/\n`,
-      );
       const started = Date.now();
       const job = repo.runAction({
         episode: 'r0.b1',
-        env: {
-          GITHUB_SERVER_URL: 'http://github.localhost',
-          GIT_CONFIG_SYSTEM: gitconfig,
-          ACTIONS_RUNTIME_TOKEN: runtimeToken(),
-          ACTIONS_RESULTS_URL: resultsUrl,
-        },
+        env: stalled.env(repo),
         timeoutMs: ARTIFACT_UPLOAD_TIMEOUT_MS + 60_000,
       });
       const took = Date.now() - started;

@@ -6,6 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { type BuildOptions, build } from 'esbuild';
@@ -356,4 +357,43 @@ export function parseOutputs(text: string): Record<string, string> {
     i = end;
   }
   return out;
+}
+
+/** An Actions results service that takes the connection and never answers (a stalled artifact upload). */
+export interface StalledService {
+  /** The runner's environment that sends the job's artifact to it, and its git to the repository's bare remote. */
+  env(repo: ActionRepo): Record<string, string>;
+  close(): void;
+}
+
+export async function stalledResultsService(): Promise<StalledService> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const a = server.address();
+  const url = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/`;
+  return {
+    env(repo) {
+      // The server as github.com-like (*.localhost is not GHES to @actions/artifact); git is sent to the bare repository.
+      const gitconfig = join(repo.root, 'system.gitconfig');
+      writeFileSync(
+        gitconfig,
+        `[url "file://${join(repo.root, 'server')}/"]\n\tinsteadOf = http://github.localhost/\n`,
+      );
+      return {
+        GITHUB_SERVER_URL: 'http://github.localhost',
+        GIT_CONFIG_SYSTEM: gitconfig,
+        ACTIONS_RUNTIME_TOKEN: runtimeJwt(),
+        ACTIONS_RESULTS_URL: url,
+      };
+    },
+    close: () => server.close(),
+  };
+}
+
+/** A JWT as the runner's ACTIONS_RUNTIME_TOKEN is: @actions/artifact reads its backend ids from `scp`. */
+function runtimeJwt(): string {
+  const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const scp =
+    'Actions.GenericRead:00000000-0000-0000-0000-000000000000 Actions.Results:ce7f54c7-61c7-4aae-887f-30da475f5f1a:ca395085-040a-526b-2ce8-bdc85f692774';
+  return `${b64({ alg: 'RS256', typ: 'JWT' })}.${b64({ scp })}.c2ln`;
 }
