@@ -39659,6 +39659,7 @@ async function hiddenInSandbox(v) {
         if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
       }
     }
+    problems.push(...await closedPlaces(v));
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
     await rm16(dir, { recursive: true, force: true }).catch(() => {
@@ -39706,8 +39707,7 @@ function hiddenProblem(n, repo) {
 }
 async function problemOf(n, v) {
   const folder = n.folder ? n.outside : dirname12(n.outside);
-  const hiddenRoots = [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
-  const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
+  const hidden = hiddenRoots(v).some((r) => isInside(n.outside, r));
   const user = sandboxUser(v.sandbox);
   if (!hidden) {
     const closed2 = user ? await closedTo(n.outside, user, "/") : null;
@@ -39715,6 +39715,23 @@ async function problemOf(n, v) {
   }
   const closed = user && !isInside(n.outside, v.repo) ? await closedTo(n.outside, user, folder) : null;
   return hiddenProblem(n, v.repo) + (closed && user ? `; and open ${closed} to the sandbox's user, ${userName(user)} (chmod o+rX ${closed})` : "");
+}
+async function closedPlaces(v) {
+  const user = sandboxUser(v.sandbox);
+  if (!user) return [];
+  const hidden = hiddenRoots(v);
+  const closedBy = /* @__PURE__ */ new Map();
+  for (const place of v.private) {
+    const outermost = hidden.filter((r) => isInside(place, r)).sort((a, b) => a.length - b.length)[0] ?? place;
+    const closed = await closedTo(dirname12(outermost), user, "/");
+    if (closed && !closedBy.has(closed)) closedBy.set(closed, place);
+  }
+  return [...closedBy].map(
+    ([closed, place]) => `every episode works under ${place}, and the sandbox's user (${userName(user)}: forkflush runs as root) may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`
+  );
+}
+function hiddenRoots(v) {
+  return [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
 }
 async function closedTo(path, user, from) {
   const parts = path.split("/").filter(Boolean);

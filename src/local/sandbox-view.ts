@@ -91,6 +91,7 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView>
         if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
       }
     }
+    problems.push(...(await closedPlaces(v)));
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -174,8 +175,7 @@ function hiddenProblem(n: Needed, repo: string): string {
  */
 async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
   const folder = n.folder ? n.outside : dirname(n.outside);
-  const hiddenRoots = [realpathSync('/tmp'), homedir(), v.repo, ...v.private].filter((r) => r && r !== '/');
-  const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
+  const hidden = hiddenRoots(v).some((r) => isInside(n.outside, r));
   const user = sandboxUser(v.sandbox);
   if (!hidden) {
     const closed = user ? await closedTo(n.outside, user, '/') : null;
@@ -186,6 +186,35 @@ async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
     hiddenProblem(n, v.repo) +
     (closed && user ? `; and open ${closed} to the sandbox's user, ${userName(user)} (chmod o+rX ${closed})` : '')
   );
+}
+
+/**
+ * forkflush's places the sandbox's user must pass through: under root every episode's workspace
+ * and context are in the run folder, and a folder above it closed to others (a `mktemp -d` task
+ * folder, 0700) failed every episode with "Cannot find module", blamed on the agent. What the
+ * sandbox hides is made there afresh (0755 folders down to a bind), so only the folders above the
+ * outermost hidden place that holds each count.
+ */
+async function closedPlaces(v: SandboxViewInput): Promise<string[]> {
+  const user = sandboxUser(v.sandbox);
+  if (!user) return [];
+  const hidden = hiddenRoots(v);
+  const closedBy = new Map<string, string>();
+  for (const place of v.private) {
+    const outermost = hidden.filter((r) => isInside(place, r)).sort((a, b) => a.length - b.length)[0] ?? place;
+    const closed = await closedTo(dirname(outermost), user, '/');
+    if (closed && !closedBy.has(closed)) closedBy.set(closed, place);
+  }
+  return [...closedBy].map(
+    ([closed, place]) =>
+      `every episode works under ${place}, and the sandbox's user (${userName(user)}: forkflush runs as root) ` +
+      `may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`,
+  );
+}
+
+/** The places every sandbox hides: its own /tmp, the home folder, the repository, forkflush's. */
+function hiddenRoots(v: SandboxViewInput): string[] {
+  return [realpathSync('/tmp'), homedir(), v.repo, ...v.private].filter((r) => r && r !== '/');
 }
 
 /**

@@ -4,12 +4,14 @@
 import {
   chmodSync,
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -265,6 +267,40 @@ describe('a path the sandbox hides', async () => {
       }
     },
   );
+
+  // Under root the sandbox's user is not the folders' owner: a task folder made by `mktemp -d`
+  // (0700) outside /tmp and the home folder kept it from every episode's workspace, and each
+  // episode crashed with "Cannot find module", blamed on the agent (a dry run, in /tmp, passed).
+  maybe('above the run folder, closed to others, is refused under root by run and --dry-run, naming it', async () => {
+    const repo = makeTaskRepo({
+      git: false,
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+    });
+    const closed = mkdtempSync(join('/var/tmp', 'forkflush-closed-'));
+    try {
+      cpSync(repo.dir, closed, { recursive: true });
+      const dry = await cli('run', closed, '--dry-run');
+      if (process.getuid?.() !== 0) {
+        // As an ordinary user the sandbox runs as that user, the folders' owner.
+        expect(dry.code, dry.err).toBe(0);
+        return;
+      }
+      const said = `may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed})`;
+      expect(dry.code, dry.err).toBe(2);
+      expect(dry.err).toContain(said);
+      const run = await cli('run', closed);
+      expect(run.code, run.err).toBe(2);
+      expect(run.err).toContain(said);
+      expect(repo.calls()).toEqual([]);
+      chmodSync(closed, 0o711);
+      const opened = await cli('run', closed);
+      expect(opened.code, opened.err).toBe(0);
+      expect(repo.calls().length).toBeGreaterThan(0);
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
 
   maybe('holding an agent CLI on PATH is named with its folder, not blamed on agent.command', async () => {
     const bin = mkdtempSync(join(tmpdir(), 'fake-bin-'));
