@@ -98,7 +98,9 @@ describeSandboxed('links and special files where forkflush reads', () => {
         budget: 'total: 12\n  unit: tokens\n  episode: 6',
       });
       const { results, run, ms } = await runLocal(repo);
-      expect(ms).toBeLessThan(25_000);
+      // A read of the FIFO would never return: the bound tells a hang apart, with room for a busy
+      // machine (27 s beside a review and three test files, past the 25 s it had).
+      expect(ms).toBeLessThan(60_000);
       expect(results).toHaveLength(2);
       const shadowLine = readFileSync('/etc/shadow', 'utf8').split('\n')[0] ?? 'root:';
       const key = readFileSync(run.store.path('seal.key'));
@@ -119,6 +121,7 @@ describeSandboxed('links and special files where forkflush reads', () => {
       expect(text).not.toContain(shadowLine);
       expect(text.includes(key.toString('latin1'))).toBe(false);
     },
+    120_000,
   );
 });
 

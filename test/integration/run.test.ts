@@ -78,7 +78,8 @@ describe('a whole run', () => {
     expect(readFileSync(run.store.path('chart.svg'), 'utf8')).toMatch(/^<svg/);
     expect(events.at(-1)?.type).toBe('finished');
     expect(events.filter((e) => e.type === 'episode-done')).toHaveLength(allEpisodes(state).length);
-  });
+    // A whole run of 16 episodes: 54 s beside the whole suite, close to the 60 s default.
+  }, 180_000);
 
   it('gives branches fresh contexts, carries the winner context, and hides GitHub tokens', async () => {
     const repo = makeTaskRepo({ extra: SHORT, budget: SHORT_BUDGET });
