@@ -39720,15 +39720,25 @@ async function closedPlaces(v) {
   const user = sandboxUser(v.sandbox);
   if (!user) return [];
   const hidden = hiddenRoots(v);
-  const closedBy = /* @__PURE__ */ new Map();
-  for (const place of v.private) {
-    const outermost = hidden.filter((r) => isInside(place, r)).sort((a, b) => a.length - b.length)[0] ?? place;
+  const who = `the sandbox's user (${userName(user)}: forkflush runs as root)`;
+  const places = [
+    ...v.private.map((p) => ({ path: p, what: `every episode works under ${p}` })),
+    ...v.config.sandbox.write.map((w) => ({
+      path: expandHome(w),
+      what: `sandbox.write: ${w} is shared with the agent`
+    }))
+  ];
+  const said = /* @__PURE__ */ new Map();
+  for (const { path, what } of places) {
+    const outermost = hidden.filter((r) => isInside(path, r)).sort((a, b) => a.length - b.length)[0] ?? path;
     const closed = await closedTo(dirname12(outermost), user, "/");
-    if (closed && !closedBy.has(closed)) closedBy.set(closed, place);
+    if (closed && !said.has(closed))
+      said.set(
+        closed,
+        `${what}, and ${who} may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`
+      );
   }
-  return [...closedBy].map(
-    ([closed, place]) => `every episode works under ${place}, and the sandbox's user (${userName(user)}: forkflush runs as root) may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`
-  );
+  return [...said.values()];
 }
 function hiddenRoots(v) {
   return [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");

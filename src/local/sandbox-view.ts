@@ -189,27 +189,35 @@ async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
 }
 
 /**
- * forkflush's places the sandbox's user must pass through: under root every episode's workspace
- * and context are in the run folder, and a folder above it closed to others (a `mktemp -d` task
- * folder, 0700) failed every episode with "Cannot find module", blamed on the agent. What the
- * sandbox hides is made there afresh (0755 folders down to a bind), so only the folders above the
- * outermost hidden place that holds each count.
+ * The places the sandbox's user must pass through: under root every episode's workspace and
+ * context are in the run folder, and a folder above it closed to others (a `mktemp -d` task
+ * folder, 0700) failed every episode with "Cannot find module", blamed on the agent; a
+ * sandbox.write folder the same way. What the sandbox hides is made there afresh (0755 folders
+ * down to a bind), so only the folders above the outermost hidden place that holds each count.
  */
 async function closedPlaces(v: SandboxViewInput): Promise<string[]> {
   const user = sandboxUser(v.sandbox);
   if (!user) return [];
   const hidden = hiddenRoots(v);
-  const closedBy = new Map<string, string>();
-  for (const place of v.private) {
-    const outermost = hidden.filter((r) => isInside(place, r)).sort((a, b) => a.length - b.length)[0] ?? place;
+  const who = `the sandbox's user (${userName(user)}: forkflush runs as root)`;
+  const places = [
+    ...v.private.map((p) => ({ path: p, what: `every episode works under ${p}` })),
+    ...v.config.sandbox.write.map((w) => ({
+      path: expandHome(w),
+      what: `sandbox.write: ${w} is shared with the agent`,
+    })),
+  ];
+  const said = new Map<string, string>();
+  for (const { path, what } of places) {
+    const outermost = hidden.filter((r) => isInside(path, r)).sort((a, b) => a.length - b.length)[0] ?? path;
     const closed = await closedTo(dirname(outermost), user, '/');
-    if (closed && !closedBy.has(closed)) closedBy.set(closed, place);
+    if (closed && !said.has(closed))
+      said.set(
+        closed,
+        `${what}, and ${who} may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`,
+      );
   }
-  return [...closedBy].map(
-    ([closed, place]) =>
-      `every episode works under ${place}, and the sandbox's user (${userName(user)}: forkflush runs as root) ` +
-      `may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed}), or run forkflush as an ordinary user`,
-  );
+  return [...said.values()];
 }
 
 /** The places every sandbox hides: its own /tmp, the home folder, the repository, forkflush's. */

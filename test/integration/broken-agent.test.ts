@@ -271,36 +271,51 @@ describe('a path the sandbox hides', async () => {
   // Under root the sandbox's user is not the folders' owner: a task folder made by `mktemp -d`
   // (0700) outside /tmp and the home folder kept it from every episode's workspace, and each
   // episode crashed with "Cannot find module", blamed on the agent (a dry run, in /tmp, passed).
-  maybe('above the run folder, closed to others, is refused under root by run and --dry-run, naming it', async () => {
-    const repo = makeTaskRepo({
-      git: false,
-      budget: 'total: 12\n  unit: tokens\n  episode: 6',
-      extra: 'strategy: single-run',
-    });
-    const closed = mkdtempSync(join('/var/tmp', 'forkflush-closed-'));
-    try {
-      cpSync(repo.dir, closed, { recursive: true });
-      const dry = await cli('run', closed, '--dry-run');
-      if (process.getuid?.() !== 0) {
-        // As an ordinary user the sandbox runs as that user, the folders' owner.
-        expect(dry.code, dry.err).toBe(0);
-        return;
+  maybe(
+    'above the run folder or a sandbox.write folder, closed to others, is refused under root by run and --dry-run, naming it',
+    async () => {
+      const repo = makeTaskRepo({
+        git: false,
+        budget: 'total: 12\n  unit: tokens\n  episode: 6',
+        extra: 'strategy: single-run',
+      });
+      const closed = mkdtempSync(join('/var/tmp', 'forkflush-closed-'));
+      try {
+        cpSync(repo.dir, closed, { recursive: true });
+        const dry = await cli('run', closed, '--dry-run');
+        if (process.getuid?.() !== 0) {
+          // As an ordinary user the sandbox runs as that user, the folders' owner.
+          expect(dry.code, dry.err).toBe(0);
+          return;
+        }
+        const said = `may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed})`;
+        expect(dry.code, dry.err).toBe(2);
+        expect(dry.err).toContain(said);
+        const run = await cli('run', closed);
+        expect(run.code, run.err).toBe(2);
+        expect(run.err).toContain(said);
+        expect(repo.calls()).toEqual([]);
+        chmodSync(closed, 0o711);
+        const opened = await cli('run', closed);
+        expect(opened.code, opened.err).toBe(0);
+        expect(repo.calls().length).toBeGreaterThan(0);
+        // A sandbox.write folder the same way.
+        const shut = join(closed, 'shut');
+        mkdirSync(join(shut, 'cache'), { recursive: true, mode: 0o700 });
+        const config = join(closed, '.github', 'autoresearch.yml');
+        writeFileSync(
+          config,
+          readFileSync(config, 'utf8').replace('  write: [', `  write: [${JSON.stringify(join(shut, 'cache'))}, `),
+        );
+        const write = await cli('run', closed, '--dry-run');
+        expect(write.code, write.err).toBe(2);
+        expect(write.err).toContain(`sandbox.write: ${join(shut, 'cache')} is shared with the agent, and`);
+        expect(write.err).toContain(`may not pass through ${shut}, which is closed to others`);
+      } finally {
+        rmSync(closed, { recursive: true, force: true });
       }
-      const said = `may not pass through ${closed}, which is closed to others: open it (chmod o+x ${closed})`;
-      expect(dry.code, dry.err).toBe(2);
-      expect(dry.err).toContain(said);
-      const run = await cli('run', closed);
-      expect(run.code, run.err).toBe(2);
-      expect(run.err).toContain(said);
-      expect(repo.calls()).toEqual([]);
-      chmodSync(closed, 0o711);
-      const opened = await cli('run', closed);
-      expect(opened.code, opened.err).toBe(0);
-      expect(repo.calls().length).toBeGreaterThan(0);
-    } finally {
-      rmSync(closed, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   maybe('holding an agent CLI on PATH is named with its folder, not blamed on agent.command', async () => {
     const bin = mkdtempSync(join(tmpdir(), 'fake-bin-'));
