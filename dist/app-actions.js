@@ -69420,7 +69420,10 @@ function setupWarnings(config3, smallest) {
 }
 
 // src/core/judge-hints.ts
+var MISSING_DEPENDENCY = /Cannot find (?:package|module)|ERR_MODULE_NOT_FOUND|ModuleNotFoundError|No module named/i;
+var DEPENDENCY_HINT = "the judge has only the committed files, so a dependency in a folder git ignores (node_modules, .venv) is not there: install it with setup.commands (npm ci, pip install -r requirements.txt), or commit it";
 var JUDGE_HINTS = [
+  [MISSING_DEPENDENCY, DEPENDENCY_HINT],
   [
     // A connection that dropped (its codes whole words), or a host that no name resolves.
     new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, "i"),

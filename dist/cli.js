@@ -7558,8 +7558,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat14 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return stat14.slice(stat14.lastIndexOf(")") + 2).split(" ");
+    const stat15 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return stat15.slice(stat15.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -8369,7 +8369,7 @@ var Tail = class {
 };
 
 // src/cli/main.ts
-import { tmpdir as tmpdir6 } from "node:os";
+import { tmpdir as tmpdir7 } from "node:os";
 
 // package.json
 var package_default = {
@@ -28490,7 +28490,7 @@ function escapeEnd(text, i) {
   }
   return i;
 }
-var ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
+var ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?: ?\[\w+\])?(?::|$)/i;
 var NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
 function failureLine(output2, max = FAILURE_QUOTE_MAX_CHARS) {
   const lines2 = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
@@ -30955,7 +30955,11 @@ function setupWarnings(config2, smallest) {
 }
 
 // src/core/judge-hints.ts
+var MISSING_PACKAGE = /Cannot find package '|Cannot find module '(?![./])/;
+var MISSING_DEPENDENCY = /Cannot find (?:package|module)|ERR_MODULE_NOT_FOUND|ModuleNotFoundError|No module named/i;
+var DEPENDENCY_HINT = "the judge has only the committed files, so a dependency in a folder git ignores (node_modules, .venv) is not there: install it with setup.commands (npm ci, pip install -r requirements.txt), or commit it";
 var JUDGE_HINTS = [
+  [MISSING_DEPENDENCY, DEPENDENCY_HINT],
   [
     // A connection that dropped (its codes whole words), or a host that no name resolves.
     new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, "i"),
@@ -32246,8 +32250,8 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile11, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
-import { tmpdir as tmpdir3 } from "node:os";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
+import { tmpdir as tmpdir4 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
 // src/core/compare/plan.ts
@@ -33714,8 +33718,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat14 = readFileSync4(`/proc/${pid}/stat`, "utf8");
-    return Number(stat14.slice(stat14.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat15 = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    return Number(stat15.slice(stat15.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -38977,13 +38981,13 @@ import {
   mkdir as mkdir18,
   mkdtemp as mkdtemp4,
   readdir as readdir14,
-  readFile as readFile10,
-  realpath as realpath6,
+  readFile as readFile11,
+  realpath as realpath7,
   rm as rm17,
-  stat as stat10,
+  stat as stat11,
   writeFile as writeFile15
 } from "node:fs/promises";
-import { tmpdir as tmpdir2 } from "node:os";
+import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
@@ -39536,6 +39540,8 @@ async function gradeBase(config2, b) {
     "base",
     (dir, places) => gradeInitial(config2, dir, places, b.isolation, b.store.path("episodes", "base"), b.env)
   );
+  if (baseGrade.score === null && MISSING_PACKAGE.test(baseGrade.reason ?? ""))
+    throw new UserError(`the initial workspace gets no score (${baseGrade.reason}): ${DEPENDENCY_HINT}; nothing ran`);
   if (baseGrade.score === null && !b.scratch) {
     const working = await gradeWorkingTree(config2, b.repo, b.store, b.isolation, b.env);
     if (working && working.grade.score !== null) throw new UserError(uncommittedGraderInputs(baseGrade, working));
@@ -39991,12 +39997,50 @@ async function onPath(name2, path) {
   return await findExecutable(name2, path) !== null;
 }
 
+// src/local/run-place.ts
+import { constants as constants4 } from "node:fs";
+import { access as access2, readFile as readFile10, realpath as realpath6, stat as stat10 } from "node:fs/promises";
+import { tmpdir as tmpdir2 } from "node:os";
+async function runPlaceProblems(taskDir) {
+  const problems = [];
+  const temp = tmpdir2();
+  const named = process.env.TMPDIR ? `TMPDIR (${temp})` : `the temp folder ${temp}`;
+  const tempDir = await stat10(temp).catch(() => null);
+  if (!tempDir?.isDirectory()) problems.push(`${named} is not a folder: create it, or set TMPDIR to one`);
+  else if (!await writable(temp)) problems.push(`${named} is not writable: set TMPDIR to a folder you can write`);
+  const dir = await realpath6(taskDir);
+  if (!await writable(dir))
+    problems.push(
+      `${dir} is not writable (a read-only mount or checkout): forkflush keeps each run in its .forkflush folder; run it on a writable copy of the repository`
+    );
+  const mount = mountOf(await readFile10("/proc/self/mountinfo", "utf8").catch(() => ""), dir);
+  if (mount?.options.includes("noexec"))
+    problems.push(
+      `${dir} is on ${mount.point}, mounted noexec: each episode's $FORKFLUSH_GRADE is a program in the run folder there, and could not run; run forkflush on a copy of the repository on a filesystem that runs programs`
+    );
+  return problems;
+}
+var writable = (path) => access2(path, constants4.W_OK).then(
+  () => true,
+  () => false
+);
+function mountOf(mountinfo, path) {
+  let found = null;
+  for (const line of mountinfo.split("\n")) {
+    const fields = line.split(" ");
+    const point = fields[4]?.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(Number.parseInt(o, 8)));
+    if (!point || !isInside(path, point)) continue;
+    if (!found || point.length >= found.point.length) found = { point, options: (fields[5] ?? "").split(",") };
+  }
+  return found;
+}
+
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
   const file2 = resolve6(configFile ?? join30(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile10(file2, "utf8");
+    text = await readFile11(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
@@ -40016,13 +40060,15 @@ async function configAbove(dir) {
     if (await isFile(join30(d, CONFIG_PATH))) return d;
   return null;
 }
-var isFile = (path) => stat10(path).then(
+var isFile = (path) => stat11(path).then(
   (s) => s.isFile(),
   () => false
 );
 async function startRun(o) {
   const taskDir = await taskFolder(o.dir);
   const { config: config2, file: configFile } = await loadConfig(taskDir, o.configFile, o.overrides);
+  const place = await runPlaceProblems(taskDir);
+  if (place.length > 0) refuse(place);
   const warnings = [];
   const top = await gitTop(taskDir);
   const scratch = top !== taskDir;
@@ -40176,7 +40222,7 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join30(tmpdir2(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join30(tmpdir3(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -40219,14 +40265,14 @@ async function retryStop(open4) {
   }
 }
 async function taskFolder(dir) {
-  const s = await stat10(dir).catch(() => null);
+  const s = await stat11(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
   const bare = await new Git(dir).exec(["rev-parse", "--is-bare-repository"], { check: false });
   if (bare.exitCode === 0 && bare.stdout.trim() === "true")
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath6(resolve6(dir));
+  return realpath7(resolve6(dir));
 }
 async function gitTop(dir) {
   const git = new Git(dir);
@@ -40243,14 +40289,14 @@ async function gitTop(dir) {
     throw new UserError(
       `the repository at ${dir} uses ${format.stdout.trim()} object names: forkflush works with SHA-1 repositories only. Run it on a copy of the task in a folder of its own (no repository: forkflush makes one), or in a SHA-1 clone`
     );
-  return realpath6(r.stdout.trim());
+  return realpath7(r.stdout.trim());
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
   const file2 = resolve6(top, r.stdout.trim());
-  const text = await readFile10(file2, "utf8").catch(() => "");
+  const text = await readFile11(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
   await mkdir18(join30(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
@@ -40511,7 +40557,7 @@ async function chooseCompare(o) {
     ...o.branches !== void 0 ? { branches: o.branches } : {}
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
-  const configText2 = await readFile11(file2, "utf8");
+  const configText2 = await readFile12(file2, "utf8");
   const head = await new Git(taskDir).exec(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { check: false });
   const baseCommit = head.exitCode === 0 ? head.stdout.trim() : void 0;
   const created = o.now();
@@ -40565,7 +40611,7 @@ async function dryRunCompare(o, c) {
   const folder = join32(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join32(tmpdir3(), "forkflush-variant-"));
+  const scratch = text === null ? null : await mkdtemp5(join32(tmpdir4(), "forkflush-variant-"));
   const configFile = scratch ? join32(scratch, `variant-${first?.name}.yml`) : file2;
   if (scratch && text !== null) await writeFile16(configFile, text);
   const check2 = await startRun({
@@ -40640,7 +40686,7 @@ async function compares(taskDir, kind, resuming) {
   const done = [];
   for (const name2 of names) {
     const file2 = join32(root, name2, "compare.json");
-    const text = await readFile11(file2, "utf8").catch(() => null);
+    const text = await readFile12(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
     try {
@@ -40815,13 +40861,13 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir20, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir20, readFile as readFile13, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
 // src/cli/action-pin.ts
-import { tmpdir as tmpdir4 } from "node:os";
+import { tmpdir as tmpdir5 } from "node:os";
 var ACTION_PIN_TIMEOUT_MS = 2e4;
 async function pinAction(action, env) {
   const at = action.lastIndexOf("@");
@@ -40835,7 +40881,7 @@ async function pinAction(action, env) {
   const url2 = `https://github.com/${repo}`;
   const how = `pin it: \`git ls-remote ${url2} 'refs/tags/${ref}^{}' 'refs/tags/${ref}'\` prints its commit; write \`uses: ${repo}@<that commit> # ${ref}\` in .github/workflows/forkflush.yml`;
   const r = await runProcess("git", ["ls-remote", url2, `refs/tags/${ref}`, `refs/tags/${ref}^{}`], {
-    cwd: tmpdir4(),
+    cwd: tmpdir5(),
     // Never a prompt for a password: init may run where nobody answers.
     env: { ...env, GIT_TERMINAL_PROMPT: "0" },
     timeoutMs: ACTION_PIN_TIMEOUT_MS
@@ -41101,7 +41147,7 @@ var COMMAND_ENV = `        # What your agent needs, from the repository's secret
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
 async function workflowText(name2, agent, action, version2) {
-  let text = await readFile12(packageFile("examples", "workflows", name2), "utf8");
+  let text = await readFile13(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     const named = version2 ? ` # ${version2}` : "";
@@ -41521,7 +41567,7 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile13, writeFile as writeFile18 } from "node:fs/promises";
+import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
@@ -41538,7 +41584,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile13(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile14(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -41554,7 +41600,7 @@ var MapCache = class _MapCache {
 `);
   }
   async spec(commit) {
-    const text = await readFile13(this.specFile(commit), "utf8").catch(() => null);
+    const text = await readFile14(this.specFile(commit), "utf8").catch(() => null);
     if (text === null) return null;
     try {
       const v = JSON.parse(text);
@@ -41591,14 +41637,14 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm20, stat as stat11, writeFile as writeFile19 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm20, stat as stat12, writeFile as writeFile19 } from "node:fs/promises";
 import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
   const dir = join35(s.work, call.name);
-  if (await stat11(dir).catch(() => null)) await removeTree(dir);
+  if (await stat12(dir).catch(() => null)) await removeTree(dir);
   const box = join35(dir, "box");
   const context = join35(dir, "context");
   for (const d of [join35(box, "home"), join35(box, "tmp"), context]) await mkdir22(d, { recursive: true });
@@ -41736,7 +41782,7 @@ function exitProblem(exit, r, note, allowance, unit, smoke2) {
   return `${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;
 }
 async function keepLog(s, call, log) {
-  const size = await stat11(log).then(
+  const size = await stat12(log).then(
     (x) => x.size,
     () => -1
   );
@@ -41880,7 +41926,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir17, readFile as readFile14, stat as stat12 } from "node:fs/promises";
+import { readdir as readdir17, readFile as readFile15, stat as stat13 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -41893,7 +41939,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir17(root).catch(() => [])).sort();
   const compares2 = [];
-  for (const n of names) if (await stat12(join36(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  for (const n of names) if (await stat13(join36(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares2.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
@@ -41915,7 +41961,7 @@ async function runTarget(taskDir, id) {
 async function compareTarget(taskDir, id) {
   const folder = join36(RunStore.runsDir(taskDir), id);
   const file2 = join36(folder, "compare.json");
-  const manifest = parseManifest(await readFile14(file2, "utf8"), file2);
+  const manifest = parseManifest(await readFile15(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
     if (!e.run) continue;
@@ -41930,7 +41976,7 @@ async function compareTarget(taskDir, id) {
 }
 async function mapConfig(taskDir, target, configFile) {
   const file2 = configFile ?? target.manifest?.configFile ?? target.runs[0]?.info.configFile;
-  if (configFile || file2 && await stat12(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
+  if (configFile || file2 && await stat13(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
   return (await loadConfig(taskDir).catch(() => null))?.config ?? target.runs[0].state.config;
 }
 async function refreshReports(taskDir, target) {
@@ -42226,7 +42272,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile15, writeFile as writeFile20 } from "node:fs/promises";
+import { readFile as readFile16, writeFile as writeFile20 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -42237,7 +42283,7 @@ async function renderPng(svgFile, pngFile) {
       note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
     };
   }
-  const png = new Resvg(await readFile15(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
+  const png = new Resvg(await readFile16(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
   await writeFile20(pngFile, png);
   return { file: pngFile };
 }
@@ -42512,7 +42558,7 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 }
 
 // src/cli/resume.ts
-import { stat as stat13 } from "node:fs/promises";
+import { stat as stat14 } from "node:fs/promises";
 
 // src/cli/drive.ts
 function sandboxLine(open4) {
@@ -42661,7 +42707,7 @@ ${home.join("\n")}
 async function resumeCommand(dir, p, io) {
   const open4 = await openRun(dir, str2(p.values.run));
   const made = open4.info.taskDir;
-  if (!await stat13(made).catch(() => null))
+  if (!await stat14(made).catch(() => null))
     throw new UserError(
       `run ${open4.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; move the folder back to go on with it, or start a new run here: forkflush run ${dir}`
     );
@@ -42709,8 +42755,8 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath7, rm as rm21 } from "node:fs/promises";
-import { tmpdir as tmpdir5 } from "node:os";
+import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm21 } from "node:fs/promises";
+import { tmpdir as tmpdir6 } from "node:os";
 import { join as join40 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
@@ -42725,8 +42771,8 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
-  const taskDir = await realpath7(o.dir);
-  const work = await mkdtemp6(join40(tmpdir5(), "forkflush-smoke-"));
+  const taskDir = await realpath8(o.dir);
+  const work = await mkdtemp6(join40(tmpdir6(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -42892,7 +42938,7 @@ ${e.problems.map((p) => `  ${p}`).join("\n")}
       return 2;
     }
     const err = e;
-    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith("-")), tmpdir6()]);
+    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith("-")), tmpdir7()]);
     if (full) {
       io.stderr.write(`forkflush: the disk is full (${full}): free some space, then run the command again
 `);

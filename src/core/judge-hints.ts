@@ -2,8 +2,22 @@
 // its gradings failed point at it (the run's no-score stop, the pre-flight of `forkflush run`).
 import { DROPPED } from './failure.js';
 
+/**
+ * Node failing to load a package by its bare name: never a file that a task starting from nothing
+ * leaves the agent to write (that is `Cannot find module './solver'` or an absolute path; Python's
+ * `No module named` can be either, so it gets the hint but does not stop a run).
+ */
+export const MISSING_PACKAGE = /Cannot find package '|Cannot find module '(?![./])/;
+const MISSING_DEPENDENCY = /Cannot find (?:package|module)|ERR_MODULE_NOT_FOUND|ModuleNotFoundError|No module named/i;
+
+/** Where the judge's grader finds its dependencies, and how to give them. */
+export const DEPENDENCY_HINT =
+  'the judge has only the committed files, so a dependency in a folder git ignores (node_modules, .venv) is not there: ' +
+  'install it with setup.commands (npm ci, pip install -r requirements.txt), or commit it';
+
 /** What differs in the judge from a grader run by hand, where the reasons point at it. */
 const JUDGE_HINTS: [RegExp, string][] = [
+  [MISSING_DEPENDENCY, DEPENDENCY_HINT],
   [
     // A connection that dropped (its codes whole words), or a host that no name resolves.
     new RegExp(`${DROPPED.source}|resolve host|name resolution|Network is unreachable`, 'i'),

@@ -206,8 +206,8 @@ function escapeEnd(text: string, i: number): number {
   return i; // a two-character escape: ESC and this one
 }
 
-/** A line that says what went wrong: `Error: …`, `TypeError: …`, `error: …`, `fatal: …`, `panic: …`, `error[E0308]: …`. */
-const ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
+/** A line that says what went wrong: `Error: …`, `TypeError: …`, `error: …`, `fatal: …`, `panic: …`, `error[E0308]: …`, Node's `Error [ERR_X]: …`. */
+const ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?: ?\[\w+\])?(?::|$)/i;
 /** Lines that never explain a failure: stack frames, Node's version banner, a caret under code. */
 const NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
 

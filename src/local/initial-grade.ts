@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { NAMED_FILES_MAX, WORKING_TREE_MAX_BYTES, WORKING_TREE_MAX_FILES } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
+import { DEPENDENCY_HINT, MISSING_PACKAGE } from '../core/judge-hints.js';
 import { shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import type { SandboxAccount, Unaccounted } from '../io/sandbox.js';
@@ -34,6 +35,9 @@ export async function gradeBase(
   const baseGrade = await b.forge.withCheckout(b.base, 'base', (dir, places) =>
     gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base'), b.env),
   );
+  // A grader that cannot load a package fails every branch the same way: said before any agent.
+  if (baseGrade.score === null && MISSING_PACKAGE.test(baseGrade.reason ?? ''))
+    throw new UserError(`the initial workspace gets no score (${baseGrade.reason}): ${DEPENDENCY_HINT}; nothing ran`);
   if (baseGrade.score === null && !b.scratch) {
     // No score for the commit: is it the commit's fault? The working tree with what is not
     // committed, graded the same way, tells a grader that reads an uncommitted file apart.

@@ -40,6 +40,7 @@ import { AS_IS } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
 import { gradeBase } from './initial-grade.js';
 import { preflight } from './preflight.js';
+import { runPlaceProblems } from './run-place.js';
 import { type RunInfo, RunStore } from './store.js';
 
 export interface StartOptions {
@@ -110,6 +111,8 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   // 1. The task's folder and config, and the repository it is in (if any).
   const taskDir = await taskFolder(o.dir);
   const { config, file: configFile } = await loadConfig(taskDir, o.configFile, o.overrides);
+  const place = await runPlaceProblems(taskDir);
+  if (place.length > 0) refuse(place);
   const warnings: string[] = [];
   const top = await gitTop(taskDir);
   const scratch = top !== taskDir;

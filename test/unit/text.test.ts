@@ -22,6 +22,25 @@ describe('failureLine', () => {
     expect(failureLine(node)).toBe('Error: boom: the fixture is missing');
   });
 
+  it("finds Node's error with its code in brackets (a package missing from node_modules), not the object's closing brace", () => {
+    const node = [
+      'node:internal/modules/esm/resolve:873',
+      '  throw new ERR_MODULE_NOT_FOUND(packageName, fileURLToPath(base), null);',
+      '        ^',
+      '',
+      "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'padder' imported from /work/grade.mjs",
+      '    at packageResolve (node:internal/modules/esm/resolve:873:9)',
+      '    at ModuleJob._link (node:internal/modules/esm/module_job:168:49) {',
+      "  code: 'ERR_MODULE_NOT_FOUND'",
+      '}',
+      '',
+      'Node.js v20.20.2',
+    ].join('\n');
+    expect(failureLine(node)).toBe(
+      "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'padder' imported from /work/grade.mjs",
+    );
+  });
+
   it('finds a Python exception after its Traceback', () => {
     const py = [
       'Traceback (most recent call last):',
