@@ -39823,6 +39823,7 @@ commit them (git add, git commit), then run again`
       );
     }
   }
+  problems.push(...await homePaths(p.config));
   const missing = await missingExecutable(p);
   if (missing) problems.push(missing);
   const grader = await missingProgram("grader.command", p.config.grader.command, p);
@@ -39962,10 +39963,27 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 function fileItRuns(command2) {
   const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
   const [program, file2] = words;
-  if (program?.includes("/") && !isAbsolute8(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
+  if (program?.includes("/") && !isAbsolute8(program) && !/^~|[$`'"(]/.test(program))
+    return program.replace(/^\.\//, "");
   if (!program || !file2 || !INTERPRETERS.has(basename3(program))) return null;
-  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute8(file2)) return null;
+  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute8(file2)) return null;
   return file2.replace(/^\.\//, "");
+}
+async function homePaths(config2) {
+  const problems = [];
+  for (const [key2, command2] of [
+    ["agent.command", config2.agent.command ?? ""],
+    ["grader.command", config2.grader.command]
+  ]) {
+    for (const m of command2.matchAll(/(?:^|[\s=:])(~\/[^\s'"`;|&<>()$]*)/g)) {
+      const path = m[1];
+      if (await stat9(expandHome(path)).catch(() => null))
+        problems.push(
+          `${key2} names ${path}, but each episode's ~ is a home folder of its own, not yours: name it by its absolute path, ${expandHome(path)}`
+        );
+    }
+  }
+  return problems;
 }
 async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));

@@ -42,6 +42,7 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
       );
     }
   }
+  problems.push(...(await homePaths(p.config)));
   const missing = await missingExecutable(p);
   if (missing) problems.push(missing);
   const grader = await missingProgram('grader.command', p.config.grader.command, p);
@@ -236,10 +237,33 @@ export function fileItRuns(command: string): string | null {
     .filter((w) => !/^\w+=/.test(w));
   const [program, file] = words;
   // `./run.sh`: the program is the repository's file.
-  if (program?.includes('/') && !isAbsolute(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, '');
+  if (program?.includes('/') && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
+    return program.replace(/^\.\//, '');
   if (!program || !file || !INTERPRETERS.has(basename(program))) return null;
-  if (file.startsWith('-') || /[$`'"(]/.test(file) || isAbsolute(file)) return null;
+  if (/^[-~]|[$`'"(]/.test(file) || isAbsolute(file)) return null;
   return file.replace(/^\.\//, '');
+}
+
+/**
+ * A `~/` path of the user's that the agent's or the grader's command names: each episode's HOME is
+ * a home folder of its own, so the shell finds nothing there (the dry run, whose probe expands it
+ * as the user's, passed; every episode failed "not found").
+ */
+async function homePaths(config: Config): Promise<string[]> {
+  const problems: string[] = [];
+  for (const [key, command] of [
+    ['agent.command', config.agent.command ?? ''],
+    ['grader.command', config.grader.command],
+  ] as const) {
+    for (const m of command.matchAll(/(?:^|[\s=:])(~\/[^\s'"`;|&<>()$]*)/g)) {
+      const path = m[1] as string;
+      if (await stat(expandHome(path)).catch(() => null))
+        problems.push(
+          `${key} names ${path}, but each episode's ~ is a home folder of its own, not yours: name it by its absolute path, ${expandHome(path)}`,
+        );
+    }
+  }
+  return problems;
 }
 
 /** Why the program a shell command starts (its first word) cannot be found, or null. */

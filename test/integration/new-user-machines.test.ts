@@ -2,7 +2,16 @@
 // developer's. Each makes forkflush refuse at once, naming the place and the fix, or just work;
 // never an exit 1 with a bare errno, nor every episode crashing, blamed on the agent, and exit 0.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,9 +19,9 @@ import { isolationFor } from '../../src/worker/boundary.js';
 import { cli, cliWith, plainEnv } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
-const _FIXTURES = join(import.meta.dirname, '..', 'fixtures');
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
 const SMALL = { budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' };
-const _runsOf = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
+const runsOf = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
 /** The lines of stderr that are forkflush's own (not the progress). */
 const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 
@@ -119,6 +128,36 @@ describe("a new user's machine", async () => {
     } finally {
       mnt.umount();
     }
+  });
+
+  // `~/` in agent.command (an agent script kept in the home folder, shown by sandbox.read, which
+  // takes `~/`): the dry run said "~/agents/agent.mjs, the file `node ~/agents/agent.mjs …` runs,
+  // does not exist in the repository: write it", which is false and sends the user the wrong way.
+  // Inside the sandbox the shell's `~` is the episode's own home, so the honest refusal says that
+  // and gives the absolute path (or forkflush expands it, as it does in sandbox.read).
+  it('~/ in agent.command is not called a missing file of the repository', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'forkflush-home-'));
+    mkdirSync(join(home, 'agents'));
+    copyFileSync(join(FIXTURES, 'agent.mjs'), join(home, 'agents', 'agent.mjs'));
+    const repo = makeTaskRepo({ ...SMALL, agentCommand: 'the-agent' });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8')
+        .replace('command: the-agent', `command: node ~/agents/agent.mjs improve ${repo.callsLog}`)
+        .replace('sandbox:\n  write:', 'sandbox:\n  read: ["~/agents"]\n  write:'),
+    );
+    repo.git('commit', '-qam', 'the agent, in the home folder');
+    const dry = await withEnv('HOME', home, () =>
+      cliWith(['run', repo.dir, '--dry-run'], { env: { ...plainEnv(), HOME: home } }),
+    );
+    expect(dry.err).not.toContain('does not exist in the repository');
+    expect(dry.code, dry.err).toBe(2);
+    expect(said(dry.err).join('\n')).toContain(
+      `agent.command names ~/agents/agent.mjs, but each episode's ~ is a home folder of its own, not yours: name it by its absolute path, ${join(home, 'agents', 'agent.mjs')}`,
+    );
+    expect(repo.calls()).toEqual([]);
+    expect(runsOf(repo.dir)).toEqual([]);
   });
 
   // Every Node project ignores node_modules, and a grader imports a dependency from it: no
