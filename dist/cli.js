@@ -39672,6 +39672,8 @@ async function hiddenInSandbox(v) {
     });
   }
 }
+var IGNORED_FIX = "commit it (git add -f), or make it in setup.commands";
+var ignoredByGit = async (repo, file2) => (await new Git(repo).exec(["check-ignore", "-q", "--", file2], { check: false })).exitCode === 0;
 async function probe2(sandbox, confinement, cwd, path, needed) {
   const script = 'while [ $# -gt 1 ]; do kind=$1; x=$2; shift 2; if [ "$kind" = p ]; then [ -e "$x" ] && echo 1 || echo 0; else command -v "$x" >/dev/null 2>&1 && echo 1 || echo 0; fi; done';
   const args = needed.flatMap((n) => [n.program ? "c" : "p", n.name]);
@@ -39712,6 +39714,9 @@ function hiddenProblem(n, repo) {
   return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}, or move it into the repository`;
 }
 async function problemOf(n, v) {
+  const rel = relative4(v.repo, n.outside);
+  if (isInside(n.outside, v.repo) && rel && await ignoredByGit(v.repo, rel))
+    return `${n.key} ${n.runs ? "needs" : "names"} ${n.program ? `\`${n.name}\` (${n.outside})` : n.outside}, in the repository's ${rel}, which git ignores, so no episode's checkout has it: ${IGNORED_FIX}`;
   const folder = n.folder ? n.outside : dirname12(n.outside);
   const hidden = hiddenRoots(v).some((r) => isInside(n.outside, r));
   const user = sandboxUser(v.sandbox);
@@ -39835,7 +39840,12 @@ commit them (git add, git commit), then run again`
     ];
     for (const [key2, command2] of commands) {
       const file2 = fileItRuns(command2);
-      if (file2 && !await stat9(join29(p.repo, file2)).catch(() => null))
+      if (!file2 || await inLastCommit(p.repo, file2)) continue;
+      if (await ignoredByGit(p.repo, file2))
+        problems.push(
+          `${key2}: ${file2}, the file \`${command2}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`
+        );
+      else if (!await stat9(join29(p.repo, file2)).catch(() => null))
         problems.push(
           `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
         );
@@ -39985,6 +39995,7 @@ async function homePaths(config2) {
   }
   return problems;
 }
+var inLastCommit = async (repo, file2) => (await new Git(repo).exec(["cat-file", "-e", `HEAD:${file2}`], { check: false })).exitCode === 0;
 async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;

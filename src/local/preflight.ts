@@ -13,7 +13,7 @@ import { Git } from '../io/git.js';
 import type { Sandbox } from '../io/sandbox.js';
 import { expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
-import { hiddenInSandbox, SHELL_WORDS } from './sandbox-view.js';
+import { hiddenInSandbox, IGNORED_FIX, ignoredByGit, SHELL_WORDS } from './sandbox-view.js';
 
 export interface PreflightInput {
   repo: string;
@@ -55,7 +55,12 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     ];
     for (const [key, command] of commands) {
       const file = fileItRuns(command as string);
-      if (file && !(await stat(join(p.repo, file)).catch(() => null)))
+      if (!file || (await inLastCommit(p.repo, file))) continue;
+      if (await ignoredByGit(p.repo, file))
+        problems.push(
+          `${key}: ${file}, the file \`${command}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`,
+        );
+      else if (!(await stat(join(p.repo, file)).catch(() => null)))
         problems.push(
           `${key}: ${file}, the file \`${command}\` runs, does not exist in the repository: write it, or correct ${key}`,
         );
@@ -265,6 +270,9 @@ async function homePaths(config: Config): Promise<string[]> {
   }
   return problems;
 }
+
+const inLastCommit = async (repo: string, file: string) =>
+  (await new Git(repo).exec(['cat-file', '-e', `HEAD:${file}`], { check: false })).exitCode === 0;
 
 /** Why the program a shell command starts (its first word) cannot be found, or null. */
 async function missingProgram(key: string, command: string, p: PreflightInput): Promise<string | null> {

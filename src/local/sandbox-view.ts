@@ -15,6 +15,7 @@ import { agentFor, cliOf } from '../agents/specs.js';
 import { SANDBOX_PROBE_TIMEOUT_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { findExecutable } from '../io/executables.js';
+import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 import { type Confinement, isInside, type Sandbox, type Unaccounted } from '../io/sandbox.js';
 import { agentConfinement, expandHome, graderConfinement, setupConfinement, withAccount } from '../worker/boundary.js';
@@ -98,6 +99,13 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView>
   }
 }
 
+/** How to give every episode a file git ignores. */
+export const IGNORED_FIX = 'commit it (git add -f), or make it in setup.commands';
+
+/** Whether git ignores a path of the repository (a .venv, node_modules): no checkout has it. */
+export const ignoredByGit = async (repo: string, file: string) =>
+  (await new Git(repo).exec(['check-ignore', '-q', '--', file], { check: false })).exitCode === 0;
+
 /** Runs the probe in the sandbox: for each needed thing, whether it is there inside. */
 async function probe(
   sandbox: Sandbox,
@@ -174,6 +182,9 @@ function hiddenProblem(n: Needed, repo: string): string {
  * (under root it is nobody). A hidden folder shown by sandbox.read must be open to that user too.
  */
 async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
+  const rel = relative(v.repo, n.outside);
+  if (isInside(n.outside, v.repo) && rel && (await ignoredByGit(v.repo, rel)))
+    return `${n.key} ${n.runs ? 'needs' : 'names'} ${n.program ? `\`${n.name}\` (${n.outside})` : n.outside}, in the repository's ${rel}, which git ignores, so no episode's checkout has it: ${IGNORED_FIX}`;
   const folder = n.folder ? n.outside : dirname(n.outside);
   const hidden = hiddenRoots(v).some((r) => isInside(n.outside, r));
   const user = sandboxUser(v.sandbox);

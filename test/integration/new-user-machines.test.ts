@@ -199,4 +199,35 @@ describe("a new user's machine", async () => {
       expect(repo.calls()).toEqual([]);
     },
   );
+
+  // A Python or Node tool in the repository's ignored virtualenv (.venv/bin on PATH, as
+  // `source .venv/bin/activate` leaves it). forkflush refused the absolute path and advised
+  // "name it relative to the repository (.venv/bin/mynode)"; with that, the dry run passed, and
+  // the run stopped at its first episode (exit 127, "not found"): git ignores .venv, so no
+  // checkout has it. The advice and the dry run should say so (commit it or make it in setup).
+  maybe('an agent in the ignored .venv is refused by the dry run, naming it as ignored, not advised', async () => {
+    const repo = makeTaskRepo({ ...SMALL, agentCommand: 'the-agent', files: { '.gitignore': '.venv/\n' } });
+    mkdirSync(join(repo.dir, '.venv', 'bin'), { recursive: true });
+    writeFileSync(join(repo.dir, '.venv', 'bin', 'mynode'), '#!/bin/sh\nexec node "$@"\n', { mode: 0o755 });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    const text = readFileSync(config, 'utf8');
+    const env = { ...plainEnv(), PATH: `${join(repo.dir, '.venv', 'bin')}:${process.env.PATH}` };
+    writeFileSync(config, text.replace('command: the-agent', `command: mynode agent.mjs improve ${repo.callsLog}`));
+    repo.git('commit', '-qam', 'the agent, from the virtualenv on PATH');
+    const onPath = await cliWith(['run', repo.dir, '--dry-run'], { env });
+    expect(onPath.code).toBe(2);
+    expect(onPath.err).not.toContain('name it relative to the repository (.venv/bin/mynode)');
+    expect(said(onPath.err).join('\n')).toContain(
+      "in the repository's .venv/bin/mynode, which git ignores, so no episode's checkout has it: commit it (git add -f), or make it in setup.commands",
+    );
+    writeFileSync(
+      config,
+      text.replace('command: the-agent', `command: .venv/bin/mynode agent.mjs improve ${repo.callsLog}`),
+    );
+    repo.git('commit', '-qam', 'the agent, by its path in the repository');
+    const relative = await cliWith(['run', repo.dir, '--dry-run'], { env });
+    expect(relative.code, relative.out).toBe(2);
+    expect(said(relative.err).join('\n')).toMatch(/\.venv\/bin\/mynode.*ignored/);
+    expect(repo.calls()).toEqual([]);
+  });
 });
