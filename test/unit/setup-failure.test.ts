@@ -87,7 +87,10 @@ describe('stopReason', () => {
     expect(f).toMatchObject({ code: 1, graderScoredNothing: true });
     expect(f?.message).toBe(
       `the initial workspace got a score (5) but none of the 4 episodes since did (${judge}), so the run stopped rather than spend ` +
-        "the rest of its budget: run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run",
+        "the rest of its budget: run the grader by hand on an episode's branch, fix what fails where it is graded, then start a new run" +
+        // The judge's hint for a missing dependency (core/judge-hints.ts), new since this row was written.
+        ' (as it runs there: the judge has only the committed files, so a dependency in a folder git ignores (node_modules, .venv) ' +
+        'is not there: install it with setup.commands (npm ci, pip install -r requirements.txt), or commit it)',
     );
     // What the agent did, not the grader: a protected path changed, a workspace git cannot take.
     const protectedChange = {
