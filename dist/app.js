@@ -52799,7 +52799,8 @@ function stopCause(state) {
 function noScoreYet(state) {
   if (!state.rounds[0]?.decision) return null;
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
-  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  if (tried.length === 0) return null;
+  if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
   const base = state.base.score;
   if (base !== null && decided.length < CRASH_STREAK) return null;
@@ -52807,6 +52808,23 @@ function noScoreYet(state) {
   const quoted = (q) => reasons.slice(0, 3).map(q).join("; ");
   const text = base === null ? (q) => `neither the initial workspace nor any episode of the opening round got a score (${quoted(q)}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}` : (q) => `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
   return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+function noScoreSince(state) {
+  const u = unscoredSince(state);
+  const text = (q) => `${u?.what(q)}, so the run stopped rather than spend the rest of its budget; its best so far is kept: ${u?.fix}`;
+  return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
+}
+function unscoredSince(state) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const last = tried.findLast((e) => e.result?.score !== null);
+  const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
+  const since = tried.filter((e) => last && e.round > last.round && decided(e));
+  if (!last || since.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(since.map((e) => e.result?.reason ?? "no reason given"))];
+  return {
+    what: (q) => `the grader scored none of the ${since.length} episodes since ${last.id} got one (${reasons.slice(0, 3).map(q).join("; ")})`,
+    fix: noScoreFix(since, reasons)
+  };
 }
 var UNRECORDED = "the workspace could not be recorded";
 function noScoreFix(episodes, reasons) {
@@ -52889,7 +52907,7 @@ function crashStop(crashed, where, open2, agentTimeout, noWork) {
       retry: crashed.filter((e) => e.round === open2.index)
     };
   }
-  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const words = (q) => last?.failure?.quote ? `the last with ${q(last.failure.quote)}` : last?.note ? `forkflush's note on the last: ${q(last.note)}` : "the last printing nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
   const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
   const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
@@ -52897,7 +52915,7 @@ function crashStop(crashed, where, open2, agentTimeout, noWork) {
   return {
     stop: stop(
       2,
-      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} ${words(q)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open2.index)
   };
@@ -52920,26 +52938,11 @@ function stopBefore(state, next) {
   return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
 }
 function haltsOnGitHub(s, baseSettled) {
-  return s !== null && (s.code === 2 || baseSettled && s.graderScoredNothing === true);
+  return s !== null && (s.code === 2 || s.graderStoppedScoring === true || baseSettled && s.graderScoredNothing === true);
 }
 function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
-}
-function budgetLeftUnspent(state) {
-  const { total, unit } = state.config.budget;
-  const used = spent(state);
-  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
-  const episodes = allEpisodes(state).filter((e) => e.result).length;
-  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
-  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
-}
-function sameScoreEverywhere(state) {
-  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
-  const score = state.base.score;
-  if (state.status !== "finished" || score === null || changed.length < 3) return null;
-  if (!changed.every((e) => e.result?.score === score)) return null;
-  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
 function retryStopped(state) {
   if (state.status === "finished") return null;
@@ -54276,6 +54279,30 @@ function paddedRange(values) {
   return [finite(finite(lo) - pad), finite(finite(hi) + pad)];
 }
 
+// src/core/end-warnings.ts
+function endWarnings(state, quote = (t) => t) {
+  return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== "finished" || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+function unscoredEnd(state, quote) {
+  const u = state.status === "finished" ? unscoredSince(state) : null;
+  return u && `${u.what(quote)}: ${u.fix}`;
+}
+
 // src/core/github-status.ts
 function issueComment(state, phase, notes = [], view = branchView(state)) {
   const c = state.config;
@@ -54323,7 +54350,7 @@ function statusText(state, phase, view) {
   if (phase === "stopped")
     return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
   if (phase === "finished") {
-    const notes = [budgetLeftUnspent(state), sameScoreEverywhere(state)].filter(Boolean);
+    const notes = endWarnings(state, inertCodeSpan);
     return notes.length > 0 ? `finished; note: ${notes.join("; ")}` : "finished";
   }
   if (!open2) return "starting";

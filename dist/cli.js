@@ -31029,7 +31029,8 @@ function stopCause(state) {
 function noScoreYet(state) {
   if (!state.rounds[0]?.decision) return null;
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
-  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  if (tried.length === 0) return null;
+  if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
   const base = state.base.score;
   if (base !== null && decided.length < CRASH_STREAK) return null;
@@ -31037,6 +31038,23 @@ function noScoreYet(state) {
   const quoted = (q) => reasons.slice(0, 3).map(q).join("; ");
   const text = base === null ? (q) => `neither the initial workspace nor any episode of the opening round got a score (${quoted(q)}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}` : (q) => `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
   return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+function noScoreSince(state) {
+  const u = unscoredSince(state);
+  const text = (q) => `${u?.what(q)}, so the run stopped rather than spend the rest of its budget; its best so far is kept: ${u?.fix}`;
+  return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
+}
+function unscoredSince(state) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const last = tried.findLast((e) => e.result?.score !== null);
+  const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
+  const since = tried.filter((e) => last && e.round > last.round && decided(e));
+  if (!last || since.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(since.map((e) => e.result?.reason ?? "no reason given"))];
+  return {
+    what: (q) => `the grader scored none of the ${since.length} episodes since ${last.id} got one (${reasons.slice(0, 3).map(q).join("; ")})`,
+    fix: noScoreFix(since, reasons)
+  };
 }
 var UNRECORDED = "the workspace could not be recorded";
 function noScoreFix(episodes, reasons) {
@@ -31119,7 +31137,7 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
       retry: crashed.filter((e) => e.round === open4.index)
     };
   }
-  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const words = (q) => last?.failure?.quote ? `the last with ${q(last.failure.quote)}` : last?.note ? `forkflush's note on the last: ${q(last.note)}` : "the last printing nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
   const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
   const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
@@ -31127,7 +31145,7 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
   return {
     stop: stop(
       2,
-      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} ${words(q)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open4.index)
   };
@@ -31152,31 +31170,6 @@ function stopBefore(state, next) {
 function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
-}
-function nothingDone(state) {
-  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
-  const scored = ran.filter((e) => e.result?.score !== null);
-  if (scored.length === 0) return "no episode got a score";
-  if (scored.every(crashedIdle))
-    return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
-  if (ran.every((e) => e.result?.unchanged === true))
-    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
-  return null;
-}
-function budgetLeftUnspent(state) {
-  const { total, unit } = state.config.budget;
-  const used = spent(state);
-  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
-  const episodes = allEpisodes(state).filter((e) => e.result).length;
-  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
-  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
-}
-function sameScoreEverywhere(state) {
-  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
-  const score2 = state.base.score;
-  if (state.status !== "finished" || score2 === null || changed.length < 3) return null;
-  if (!changed.every((e) => e.result?.score === score2)) return null;
-  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
 function retryStopped(state) {
   if (state.status === "finished") return null;
@@ -32385,6 +32378,40 @@ function checkVariants(m) {
 }
 function runWidth(config2) {
   return config2.strategy === "single-run" || config2.strategy === "flush-only" ? 1 : config2.fork.branches;
+}
+
+// src/core/end-warnings.ts
+function endWarnings(state, quote = (t) => t) {
+  return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
+}
+function nothingDone(state) {
+  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const scored = ran.filter((e) => e.result?.score !== null);
+  if (scored.length === 0) return "no episode got a score";
+  if (scored.every(crashedIdle))
+    return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
+  if (ran.every((e) => e.result?.unchanged === true))
+    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
+  return null;
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score2 = state.base.score;
+  if (state.status !== "finished" || score2 === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score2)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+function unscoredEnd(state, quote) {
+  const u = state.status === "finished" ? unscoredSince(state) : null;
+  return u && `${u.what(quote)}: ${u.fix}`;
 }
 
 // src/core/compare/stats.ts
@@ -42718,8 +42745,7 @@ ${home.join("\n")}
       `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(", ")}${automation.length > 20 ? ` and ${automation.length - 20} more` : ""}; the agent wrote them: read them before you merge
 `
     );
-  for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
-    if (warning) io.stderr.write(`forkflush: warning: ${warning}
+  for (const warning of endWarnings(state)) io.stderr.write(`forkflush: warning: ${warning}
 `);
   const nothing = nothingDone(state);
   if (nothing) {

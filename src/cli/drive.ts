@@ -1,5 +1,7 @@
 // Driving a local run to its end (run and resume): the progress view, then what stopped it or its
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
+
+import { endWarnings, nothingDone } from '../core/end-warnings.js';
 import { UserError } from '../core/errors.js';
 import { AUTOMATION, matchesAny } from '../core/globs.js';
 import { OUTAGE_WAIT_MINUTES } from '../core/method.js';
@@ -7,7 +9,7 @@ import { bestBranch, lineageBranch } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
-import { budgetLeftUnspent, nothingDone, outageStop, retryStopped, sameScoreEverywhere } from '../core/stop.js';
+import { outageStop, retryStopped } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { Git, gitRunsFromTree } from '../io/git.js';
 import { progressView, type RunEvent } from '../local/progress.js';
@@ -143,8 +145,7 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
       `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(', ')}` +
         `${automation.length > 20 ? ` and ${automation.length - 20} more` : ''}; the agent wrote them: read them before you merge\n`,
     );
-  for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
-    if (warning) io.stderr.write(`forkflush: warning: ${warning}\n`);
+  for (const warning of endWarnings(state)) io.stderr.write(`forkflush: warning: ${warning}\n`);
   const nothing = nothingDone(state);
   if (nothing) {
     io.stderr.write(

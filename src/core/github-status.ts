@@ -6,13 +6,14 @@
 import { BODY_MAX_CHARS, CHECK_OUTPUT_MAX_BYTES, CHECKLIST_MAX_ROUNDS } from './bounds.js';
 import { spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
+import { endWarnings } from './end-warnings.js';
 import { branchView, clip, commentMarker, type GitHubView, type RunPhase } from './github-text.js';
 import { describeEpisodeId, GITHUB } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
 import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
 import type { RunState } from './state.js';
-import { budgetLeftUnspent, haltsOnGitHub, type RunStop, retryStopped, runStop, sameScoreEverywhere } from './stop.js';
+import { haltsOnGitHub, type RunStop, retryStopped, runStop } from './stop.js';
 import { formatNumber, inertCodeSpan, markdownTable } from './text.js';
 
 export function issueComment(
@@ -75,7 +76,7 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
   if (phase === 'stopped')
     return 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it';
   if (phase === 'finished') {
-    const notes = [budgetLeftUnspent(state), sameScoreEverywhere(state)].filter(Boolean);
+    const notes = endWarnings(state, inertCodeSpan);
     return notes.length > 0 ? `finished; note: ${notes.join('; ')}` : 'finished';
   }
   if (!open) return 'starting';

@@ -12,7 +12,8 @@
 //     the next round starts from the same commits (code 2);
 //   - an opening round in which no episode got a score usually means a grader that cannot score
 //     anything (code 1). (A workspace may legitimately start without a score: the paper starts
-//     from an empty one. Its first round gets a score, or something is wrong.)
+//     from an empty one. Its first round gets a score, or something is wrong.) So do whole rounds
+//     that got no score, CRASH_STREAK episodes or more, after one did: a grader broken in the night.
 // A stop whose cause can be fixed outside the run's config is resumable: the episodes that
 // stopped it run again (retryStopped), their spend kept, while running them again fits the budget.
 // A fix to the config needs a new run.
@@ -45,6 +46,8 @@ export interface RunStop {
   markdown: string;
   /** The grader scored nothing of the opening round: another run of the task would fare the same. */
   graderScoredNothing?: true;
+  /** The grader scored nothing in the rounds since it last did (noScoreSince). */
+  graderStoppedScoring?: true;
 }
 
 /** Text that quotes what an agent wrote, `quote` applied to those parts. */
@@ -117,7 +120,8 @@ function stopCause(state: RunState): Cause | null {
 function noScoreYet(state: RunState): Cause | null {
   if (!state.rounds[0]?.decision) return null;
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
-  if (tried.length === 0 || tried.some((e) => e.result?.score !== null)) return null;
+  if (tried.length === 0) return null;
+  if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
   const base = state.base.score;
   if (base !== null && decided.length < CRASH_STREAK) return null;
@@ -132,6 +136,35 @@ function noScoreYet(state: RunState): Cause | null {
           `the initial workspace got a score (${formatNumber(base)}) but none of the ${decided.length} episodes since did (${quoted(q)}), ` +
           `so the run stopped rather than spend the rest of its budget: ${noScoreFix(decided, reasons)}`;
   return { stop: { ...stop(1, text), graderScoredNothing: true }, retry: null };
+}
+
+/**
+ * No episode got a score in the whole rounds decided since the last that scored one, CRASH_STREAK
+ * episodes at least, as with a scored initial workspace (noScoreYet): a grader that stopped
+ * working in the night (a dependency gone, a service down), or an agent that now breaks what the
+ * judge needs every time. Rounds are judged whole, as for crashes: their branches finish in any
+ * order, and one branch that broke the code is no pattern.
+ */
+function noScoreSince(state: RunState): Cause | null {
+  const u = unscoredSince(state);
+  const text: Quoting = (q) =>
+    `${u?.what(q)}, so the run stopped rather than spend the rest of its budget; its best so far is kept: ${u?.fix}`;
+  return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
+}
+
+/** The episodes of the rounds decided since the last that got a score (none of them did), said; null when too few. */
+export function unscoredSince(state: RunState) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const last = tried.findLast((e) => e.result?.score !== null);
+  const decided = (e: Episode) => state.rounds.find((r) => r.index === e.round)?.decision !== undefined;
+  const since = tried.filter((e) => last && e.round > last.round && decided(e));
+  if (!last || since.length < CRASH_STREAK) return null;
+  const reasons = [...new Set(since.map((e) => e.result?.reason ?? 'no reason given'))];
+  return {
+    what: (q: (t: string) => string) =>
+      `the grader scored none of the ${since.length} episodes since ${last.id} got one (${reasons.slice(0, 3).map(q).join('; ')})`,
+    fix: noScoreFix(since, reasons),
+  };
 }
 
 /** The start of an episode's reason when its workspace could not be committed (worker/episode.ts): nothing was graded. */
@@ -186,7 +219,7 @@ function agentFailed(e: Episode, f: RecordedFailure): RunStop {
  * it. A time-out counts: a CLI that hangs (waiting on a prompt, a blocked host) may report next to
  * no spend, so its budget would never stop a run of them, each costing agent.timeout of the night.
  */
-function crashedIdle(e: Episode): boolean {
+export function crashedIdle(e: Episode): boolean {
   return (e.result?.exit === 'crash' || e.result?.exit === 'timeout') && e.result.unchanged === true;
 }
 
@@ -273,7 +306,13 @@ function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout:
       retry: crashed.filter((e) => e.round === open.index),
     };
   }
-  const words = last?.failure?.quote || last?.note || 'it printed nothing';
+  // The agent's own words where the worker read them; else forkflush's note on it, said as such.
+  const words = (q: (t: string) => string) =>
+    last?.failure?.quote
+      ? `the last with ${q(last.failure.quote)}`
+      : last?.note
+        ? `forkflush's note on the last: ${q(last.note)}`
+        : 'the last printing nothing';
   const timedOut = crashed.filter((e) => e.result?.exit === 'timeout').length;
   const what = noWork
     ? 'ended'
@@ -288,7 +327,7 @@ function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout:
     stop: stop(
       2,
       (q) =>
-        `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`,
+        `the agent ${what} without changing the workspace in ${where}${yet} ${words(q)}, so the run stopped before it spent more: ${fix}`,
     ),
     retry: crashed.filter((e) => e.round === open.index),
   };
@@ -347,12 +386,14 @@ export function stopBefore(state: RunState, next: Action | undefined): RunStop |
 }
 
 /**
- * Whether a stop halts a run on GitHub: one with code 2 always; a grader that scored nothing once
- * the initial workspace's grade is in (`baseSettled`: runs started before forkflush graded it on
+ * Whether a stop halts a run on GitHub: one with code 2, or a grader that stopped scoring, always; a
+ * grader that scored nothing once the initial workspace's grade is in (`baseSettled`: runs started before forkflush graded it on
  * GitHub have none, and there a missing grade says nothing about the grader).
  */
 export function haltsOnGitHub(s: RunStop | null, baseSettled: boolean): s is RunStop {
-  return s !== null && (s.code === 2 || (baseSettled && s.graderScoredNothing === true));
+  return (
+    s !== null && (s.code === 2 || s.graderStoppedScoring === true || (baseSettled && s.graderScoredNothing === true))
+  );
 }
 
 /**
@@ -363,49 +404,6 @@ export function haltsOnGitHub(s: RunStop | null, baseSettled: boolean): s is Run
 export function runStop(state: RunState): RunStop | null {
   if (state.status === 'finished') return null;
   return stopBefore(state, reconcile(state)[0]);
-}
-
-/**
- * Why a run that ended produced nothing worth having, or null: no episode got a score, every one
- * that did crashed without changing the workspace (it graded the base again), or none ever worked. Such a run
- * ends with exit code 1, never as a success.
- */
-export function nothingDone(state: RunState): string | null {
-  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
-  const scored = ran.filter((e) => e.result?.score !== null);
-  if (scored.length === 0) return 'no episode got a score';
-  if (scored.every(crashedIdle))
-    return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
-  if (ran.every((e) => e.result?.unchanged === true))
-    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
-  return null;
-}
-
-/**
- * A finished run that left most of its budget unspent, said as a warning: its episodes ended
- * having spent next to nothing, so each stretch of them stopped at its cap (method.ts
- * maxSerialEpisodes) rather than at its budget. Null otherwise.
- */
-export function budgetLeftUnspent(state: RunState): string | null {
-  const { total, unit } = state.config.budget;
-  const used = spent(state);
-  if (state.status !== 'finished' || unit === 'minutes' || used >= total / 2) return null;
-  const episodes = allEpisodes(state).filter((e) => e.result).length;
-  const grade = unit === 'evaluations' ? '; does the agent call "$FORKFLUSH_GRADE"?' : '';
-  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
-}
-
-/**
- * A finished run whose grader gave the same score to the initial workspace and to every one of at
- * least three episodes that changed it, said as a warning: a grader that does not read the
- * workspace it runs in (a fixed path, a cached result) makes every run a draw. Null otherwise.
- */
-export function sameScoreEverywhere(state: RunState): string | null {
-  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
-  const score = state.base.score;
-  if (state.status !== 'finished' || score === null || changed.length < 3) return null;
-  if (!changed.every((e) => e.result?.score === score)) return null;
-  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
 
 /**

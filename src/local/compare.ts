@@ -22,11 +22,11 @@ import {
 } from '../core/compare/plan.js';
 import { type CompareResults, compareResults, runDone } from '../core/compare/results.js';
 import { type Config, parseConfig, type Strategy } from '../core/config.js';
+import { nothingDone } from '../core/end-warnings.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
-import { nothingDone } from '../core/stop.js';
 import { Git } from '../io/git.js';
 import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
 import { scheduleRuns } from './compare-schedule.js';

@@ -2,20 +2,13 @@
 // a setup that cannot work, a grader that scores nothing, an agent that fails or keeps crashing.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config.js';
+import { budgetLeftUnspent, endWarnings, nothingDone, sameScoreEverywhere } from '../../src/core/end-warnings.js';
 import { issueComment } from '../../src/core/github-status.js';
 import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings, simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
-import {
-  budgetLeftUnspent,
-  nothingDone,
-  retryStopped,
-  sameScoreEverywhere,
-  stopBefore,
-  stoppingFailure,
-  stopReason,
-} from '../../src/core/stop.js';
+import { retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
 import { config, result } from './helpers.js';
 
 function opening(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
@@ -246,7 +239,9 @@ describe('an agent that fails', () => {
     const streak = serial([timedOut(), timedOut(), timedOut()]);
     expect(stopReason(streak)?.code).toBe(2);
     expect(stopReason(streak)?.message).toMatch(
-      /^the agent ran until its time limit \(agent\.timeout: 1800 s\) without changing the workspace in 3 episodes in a row \(r1\.b0, r2\.b0, r3\.b0\), the last with stopped at agent\.timeout, .*where the agent waited.*larger agent\.timeout/,
+      // forkflush's note on the last is said as its own, not as the agent's words (review: a charge
+      // estimate read "the last with … charged 2.4 tokens as an estimate").
+      /^the agent ran until its time limit \(agent\.timeout: 1800 s\) without changing the workspace in 3 episodes in a row \(r1\.b0, r2\.b0, r3\.b0\), forkflush's note on the last: stopped at agent\.timeout, .*where the agent waited.*larger agent\.timeout/,
     );
     expect(retryStopped(streak)?.episodes.map((e) => e.id)).toEqual(['r3.b0']);
     // Mixed with crashes, it says both; every branch of the first fork round, the same.
@@ -273,7 +268,8 @@ describe('an agent that fails', () => {
     const s = opening(5, [idle(), idle(), idle(), idle()], false);
     expect(stopReason(s)?.code).toBe(2);
     expect(stopReason(s)?.message).toMatch(
-      /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, the last with the agent wrote no usage file, .*run the agent by hand/,
+      // forkflush's note, said as such (see the time-out row above).
+      /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, forkflush's note on the last: the agent wrote no usage file, .*run the agent by hand/,
     );
     expect(retryStopped(s)?.episodes).toHaveLength(4);
     // An agent that reported what it spent may have tried ideas and kept none, or had too small an
@@ -382,6 +378,52 @@ describe('nothingDone', () => {
     const tried = { exit: 'finished', unchanged: true, score: 5 } as const;
     const stopped = { exit: 'budget', unchanged: true, score: 5 } as const;
     expect(nothingDone(opening(5, [tried, stopped, tried, tried]))).toMatch(/^no episode did any work: none changed/);
+  });
+});
+
+describe('a grader that stops scoring in the night', () => {
+  const broke = 'the grader exited with code 2: sh: 0: cannot open lib.sh: No such file';
+  it('stops the run (code 1) once whole rounds of CRASH_STREAK episodes since the last score got none, its best kept', () => {
+    const s = serial([noScore(broke), noScore(broke), noScore(broke)]);
+    const f = stopReason(s);
+    expect(f).toMatchObject({ code: 1, graderStoppedScoring: true });
+    expect(f?.message).toBe(
+      `the grader scored none of the 3 episodes since r0.b3 got one (${broke}), so the run stopped rather than spend ` +
+        "the rest of its budget; its best so far is kept: run the grader by hand on an episode's branch, fix what fails " +
+        'where it is graded, then start a new run (as it runs there: the judge has only the committed files (none that ' +
+        '.gitignore leaves out) and no home folder)',
+    );
+    expect(f?.markdown).toContain(`(\`${broke}\`)`);
+    expect(retryStopped(s)).toBeNull();
+    // It stops before the next step, but for the run's end (nothing left to save).
+    expect(stopBefore(s, reconcile(s)[0])?.code).toBe(1);
+    expect(stopBefore(s, { type: 'finish' })).toBeNull();
+  });
+
+  it('goes on while fewer did, after a score between them, or where a round that scored is part of the streak', () => {
+    expect(stopReason(serial([noScore(broke), noScore(broke)]))).toBeNull();
+    expect(
+      stopReason(serial([noScore(broke), noScore(broke), { score: 6 }, noScore(broke), noScore(broke)])),
+    ).toBeNull();
+    // One branch of a fork round that scored: its unscored siblings finished in any order, no pattern.
+    expect(stopReason(opening(5, [{ score: 3 }, noScore(broke), noScore(broke), noScore(broke)]))).toBeNull();
+  });
+
+  it('warns at the end of a run whose last rounds got no score, quoting the grader inertly on GitHub', () => {
+    const yaml =
+      'grader: {command: x}\nagent: {command: y}\nbudget: {total: 12, unit: evaluations, episode: 2}\nstrategy: single-run\n';
+    let i = 0;
+    const s = simulate(parseConfig(yaml, 'x'), (e) => ({ spent: e.allowance, score: i++ < 2 ? 1 : null }), 1);
+    expect(s.status).toBe('finished');
+    const warnings = endWarnings(s);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /^the grader scored none of the \d+ episodes since r1\.b0 got one \(no reason given\): run the grader/,
+    );
+    expect(endWarnings(s, (t) => `<${t}>`)[0]).toContain('(<no reason given>)');
+    expect(issueComment(s, 'finished')).toContain('**Status:** finished; note: the grader scored none of the');
+    i = 0;
+    expect(endWarnings(simulate(parseConfig(yaml, 'x'), (e) => ({ spent: e.allowance, score: i++ })))).toEqual([]);
   });
 });
 

@@ -5,9 +5,10 @@
 // local shell (local/compare.ts) starts and drives the runs; this only reads their states.
 import { charged, spent } from '../budget.js';
 import type { Config, Strategy } from '../config.js';
+import { nothingDone } from '../end-warnings.js';
 import { PAPER_RESULTS } from '../method.js';
 import { allEpisodes, type RunState } from '../state.js';
-import { nothingDone, runStop } from '../stop.js';
+import { runStop } from '../stop.js';
 import type { Variant } from './config.js';
 import type { CompareEntry, CompareManifest } from './plan.js';
 import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } from './stats.js';

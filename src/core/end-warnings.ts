@@ -1,0 +1,60 @@
+// What a finished run says beside its result: that it did nothing worth having (an exit of 1), or
+// warnings (the CLI's last lines, the run's GitHub status) that it did less than it seemed to.
+import { spent } from './budget.js';
+import { allEpisodes, type RunState, setupFailed } from './state.js';
+import { crashedIdle, unscoredSince } from './stop.js';
+import { formatNumber } from './text.js';
+
+/** The warnings of a run, none while it has not finished; `quote` for what the grader wrote (inert code on GitHub). */
+export function endWarnings(state: RunState, quote: (graderText: string) => string = (t) => t): string[] {
+  return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
+}
+
+/**
+ * Why a run that ended produced nothing worth having, or null: no episode got a score, every one
+ * that did crashed without changing the workspace (it graded the base again), or none ever worked. Such a run
+ * ends with exit code 1, never as a success.
+ */
+export function nothingDone(state: RunState): string | null {
+  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const scored = ran.filter((e) => e.result?.score !== null);
+  if (scored.length === 0) return 'no episode got a score';
+  if (scored.every(crashedIdle))
+    return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
+  if (ran.every((e) => e.result?.unchanged === true))
+    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
+  return null;
+}
+
+/**
+ * A finished run that left most of its budget unspent, said as a warning: its episodes ended
+ * having spent next to nothing, so each stretch of them stopped at its cap (method.ts
+ * maxSerialEpisodes) rather than at its budget. Null otherwise.
+ */
+export function budgetLeftUnspent(state: RunState): string | null {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== 'finished' || unit === 'minutes' || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === 'evaluations' ? '; does the agent call "$FORKFLUSH_GRADE"?' : '';
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+
+/**
+ * A finished run whose grader gave the same score to the initial workspace and to every one of at
+ * least three episodes that changed it, said as a warning: a grader that does not read the
+ * workspace it runs in (a fixed path, a cached result) makes every run a draw. Null otherwise.
+ */
+export function sameScoreEverywhere(state: RunState): string | null {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== 'finished' || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+
+/** A finished run whose last rounds got no score (unscoredSince), said as a warning; null otherwise. */
+function unscoredEnd(state: RunState, quote: (t: string) => string): string | null {
+  const u = state.status === 'finished' ? unscoredSince(state) : null;
+  return u && `${u.what(quote)}: ${u.fix}`;
+}
