@@ -4,7 +4,7 @@
 // workspace is a plain checkout with a private .git that only borrows the objects; a result is
 // the snapshot of the workspace's files, committed on the episode's base and graded in a fresh
 // checkout of exactly that commit.
-import { appendFile, copyFile, lstat, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, lstat, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
   RECORDED_CHANGES_MAX_BYTES,
@@ -138,6 +138,14 @@ async function copyIndex(from: string, to: string): Promise<void> {
   await utimes(to, s.atime, s.mtime);
 }
 
+/**
+ * What running the code writes beside it, never the agent's work: Python's bytecode and pytest's
+ * cache. Grading in the workspace ("$FORKFLUSH_GRADE") writes them into a protected tests/ folder,
+ * which would void every score; the judge's checkout never has them (a stale .pyc can stand in
+ * for its source). Tracked files are recorded whatever these say.
+ */
+const RUNTIME_CACHES = '__pycache__/\n*.py[co]\n.pytest_cache/\n';
+
 export interface Snapshot {
   /** The workspace's files, with protected paths as they are at the base. */
   tree: string;
@@ -169,8 +177,11 @@ export async function snapshot(
   await own.asIs();
   const { cleaned } = await sweepTree(workspace, own.signal);
   await copyIndex(checkoutIndex, index);
-  // The repository's ignore rules and setup's outputs, never the user's own ignore file (as on GitHub).
-  const ignore = ['-c', `core.excludesFile=${excludes ?? '/dev/null'}`];
+  // The repository's ignore rules, setup's outputs and caches that running code writes, never the
+  // user's own ignore file (as on GitHub).
+  const ignoreFile = `${index}.exclude`;
+  await writeFile(ignoreFile, `${excludes ? await readFile(excludes, 'utf8') : ''}${RUNTIME_CACHES}`);
+  const ignore = ['-c', `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own, workspace, index, ignore);
   const add = () => own.exec([...ignore, 'add', '--all'], { workTree: workspace, index, check: false });
   let added = await add();
