@@ -7379,7 +7379,6 @@ var LOG_MAX_BYTES = 128 * MiB;
 var GIT_OUTPUT_MAX_CHARS = 64e6;
 var SETUP_OUTPUT_MAX_CHARS = 1e6;
 var GRADER_OUTPUT_MAX_CHARS = 1e6;
-var INIT_GRADING_OUTPUT_MAX_CHARS = 2e5;
 var FAILURE_LINE_MAX_CHARS = 200;
 var FAILURE_QUOTE_MAX_CHARS = 300;
 var FAILURE_READ_MAX_LINES = 400;
@@ -32243,7 +32242,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
+import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile13, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -36305,7 +36304,7 @@ function round(x) {
 }
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat4, mkdir as mkdir9, readdir as readdir8, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { appendFile, copyFile, lstat as lstat4, mkdir as mkdir9, readdir as readdir8, readFile as readFile5, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
 import { dirname as dirname7, join as join13 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
@@ -36383,11 +36382,14 @@ async function copyIndex(from, to) {
   const s = await stat2(from);
   await utimes(to, s.atime, s.mtime);
 }
+var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
 async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own3.asIs();
   const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
-  const ignore = ["-c", `core.excludesFile=${excludes ?? "/dev/null"}`];
+  const ignoreFile = `${index}.exclude`;
+  await writeFile7(ignoreFile, `${excludes ? await readFile5(excludes, "utf8") : ""}${RUNTIME_CACHES}`);
+  const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own3, workspace, index, ignore);
   const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
@@ -37471,10 +37473,15 @@ import { createServer as createServer2 } from "node:http";
 import { join as join16 } from "node:path";
 
 // src/core/score.ts
-function parseScore(stdout) {
+function parseScore(stdout, keptChars = null) {
   const lines2 = stdout.split(/\r?\n/).map((l) => l.trim());
   const last = lines2.filter((l) => l !== "").at(-1);
   if (last === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
+  if (keptChars !== null && !stdout.trimEnd().includes("\n"))
+    return {
+      score: null,
+      reason: `the grader's last line is longer than the ${keptChars.toLocaleString("en-US")} characters forkflush reads of its output: print the score on a line of its own, last`
+    };
   const shown = last.length > 80 ? `${last.slice(0, 77)}...` : last;
   if (last.startsWith("{")) {
     let parsed;
@@ -37599,7 +37606,7 @@ async function runGrader(config2, workdir, env, confine, signal) {
     const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ""}` };
   }
-  const reading = parseScore(r.stdout);
+  const reading = parseScore(r.stdout, r.outputCut ? GRADER_OUTPUT_MAX_CHARS : null);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
 }
 var MACHINE = { watch: watchMachine, pauseMs: MACHINE_SHORTAGE_PAUSE_MS };
@@ -38069,7 +38076,7 @@ import { join as join21 } from "node:path";
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile3, cp, mkdir as mkdir11, readdir as readdir10, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
+import { appendFile as appendFile3, cp, mkdir as mkdir11, readdir as readdir10, readFile as readFile6, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
@@ -38204,7 +38211,7 @@ var SetupCache = class {
   async restore(key2, workspace) {
     this.wanted.add(key2);
     const entry = join20(this.dir, key2);
-    const manifest = await readFile5(join20(entry, "manifest.json"), "utf8").catch(() => null);
+    const manifest = await readFile6(join20(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
@@ -39008,7 +39015,7 @@ import {
   mkdir as mkdir18,
   mkdtemp as mkdtemp4,
   readdir as readdir14,
-  readFile as readFile11,
+  readFile as readFile12,
   realpath as realpath7,
   rm as rm17,
   stat as stat11,
@@ -39018,11 +39025,11 @@ import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir14, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
+import { cp as cp2, mkdir as mkdir14, readFile as readFile8, realpath as realpath5, stat as stat6 } from "node:fs/promises";
 import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir13, readdir as readdir11, readFile as readFile6, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
+import { link, mkdir as mkdir13, readdir as readdir11, readFile as readFile7, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
 import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
@@ -39059,7 +39066,7 @@ async function linkTree(from, to, objects) {
       if (/^(?:tmp_|incoming-)/.test(e.name)) return;
       if (e.isDirectory()) return linkTree(src, dst, objects);
       if (src === join23(objects, "info", "alternates")) {
-        const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
+        const lines2 = (await readFile7(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
         return writeFile13(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
       }
@@ -39095,7 +39102,7 @@ var LocalForge = class {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath5(isAbsolute6(common) ? common : resolve5(this.repo, common));
       const objects = join24(commonDir, "objects");
-      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
+      const alternates = (await readFile8(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -39318,7 +39325,7 @@ import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm15 } from "node:f
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
-import { readdir as readdir12, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { readdir as readdir12, readFile as readFile9, stat as stat7, utimes as utimes2 } from "node:fs/promises";
 import { join as join25, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
@@ -39343,7 +39350,7 @@ async function whileWatchingReads(dir, files, grade) {
   let recorded = false;
   if (first) {
     const path = join25(dir, first.file);
-    await readFile8(path).catch(() => null);
+    await readFile9(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
     });
@@ -39361,7 +39368,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, rm as rm14, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile10, rename as rename7, rm as rm14, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39381,7 +39388,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile9(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile10(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -39419,7 +39426,7 @@ var RunStore = class _RunStore {
    */
   async sealKey() {
     const file2 = this.path(SEAL_KEY);
-    const key2 = await readFile9(file2).catch((e) => {
+    const key2 = await readFile10(file2).catch((e) => {
       if (e.code === "ENOENT") return null;
       throw e;
     });
@@ -39462,7 +39469,7 @@ var RunStore = class _RunStore {
           heldLocks.set(file2, 1);
           return once(async () => this.release(file2));
         }
-        const seen = await readFile9(file2, "utf8").catch(() => null);
+        const seen = await readFile10(file2, "utf8").catch(() => null);
         if (seen === null) continue;
         const pid = holder(seen);
         if (pid && pid !== process.pid) {
@@ -39487,7 +39494,7 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    return holder(await readFile9(this.path("lock"), "utf8").catch(() => ""));
+    return holder(await readFile10(this.path("lock"), "utf8").catch(() => ""));
   }
   async write(name2, content) {
     const file2 = this.path(name2);
@@ -39508,13 +39515,13 @@ async function linked(from, to) {
 async function removeStale(file2, seen, mine) {
   const guard = `${file2}.break`;
   if (!await linked(mine, guard)) {
-    if (holder(await readFile9(guard, "utf8").catch(() => "")) === null) await unlink2(guard).catch(() => {
+    if (holder(await readFile10(guard, "utf8").catch(() => "")) === null) await unlink2(guard).catch(() => {
     });
     else await new Promise((r) => setTimeout(r, 20));
     return;
   }
   try {
-    if (await readFile9(file2, "utf8").catch(() => null) === seen) await unlink2(file2).catch(() => {
+    if (await readFile10(file2, "utf8").catch(() => null) === seen) await unlink2(file2).catch(() => {
     });
   } finally {
     await unlink2(guard).catch(() => {
@@ -39533,7 +39540,7 @@ function holder(lock) {
 }
 async function readRecordFile(file2) {
   try {
-    return await readFile9(file2, "utf8");
+    return await readFile10(file2, "utf8");
   } catch (e) {
     if (e.code !== "ENOENT") throw e;
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
@@ -40055,7 +40062,7 @@ async function onPath(name2, path) {
 
 // src/local/run-place.ts
 import { constants as constants4 } from "node:fs";
-import { access as access2, readFile as readFile10, realpath as realpath6, stat as stat10 } from "node:fs/promises";
+import { access as access2, readFile as readFile11, realpath as realpath6, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 async function runPlaceProblems(taskDir) {
   const problems = [];
@@ -40069,7 +40076,7 @@ async function runPlaceProblems(taskDir) {
     problems.push(
       `${dir} is not writable (a read-only mount or checkout): forkflush keeps each run in its .forkflush folder; run it on a writable copy of the repository`
     );
-  const mount = mountOf(await readFile10("/proc/self/mountinfo", "utf8").catch(() => ""), dir);
+  const mount = mountOf(await readFile11("/proc/self/mountinfo", "utf8").catch(() => ""), dir);
   if (mount?.options.includes("noexec"))
     problems.push(
       `${dir} is on ${mount.point}, mounted noexec: each episode's $FORKFLUSH_GRADE is a program in the run folder there, and could not run; run forkflush on a copy of the repository on a filesystem that runs programs`
@@ -40096,7 +40103,7 @@ async function loadConfig(dir, configFile, overrides) {
   const file2 = resolve6(configFile ?? join30(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile11(file2, "utf8");
+    text = await readFile12(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
@@ -40352,7 +40359,7 @@ async function excludeRunFolders(top) {
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
   const file2 = resolve6(top, r.stdout.trim());
-  const text = await readFile11(file2, "utf8").catch(() => "");
+  const text = await readFile12(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
   await mkdir18(join30(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
@@ -40613,7 +40620,7 @@ async function chooseCompare(o) {
     ...o.branches !== void 0 ? { branches: o.branches } : {}
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
-  const configText2 = await readFile12(file2, "utf8");
+  const configText2 = await readFile13(file2, "utf8");
   const head = await new Git(taskDir).exec(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { check: false });
   const baseCommit = head.exitCode === 0 ? head.stdout.trim() : void 0;
   const created = o.now();
@@ -40742,7 +40749,7 @@ async function compares(taskDir, kind, resuming) {
   const done = [];
   for (const name2 of names) {
     const file2 = join32(root, name2, "compare.json");
-    const text = await readFile12(file2, "utf8").catch(() => null);
+    const text = await readFile13(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
     try {
@@ -40917,7 +40924,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir20, readFile as readFile13, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir20, readFile as readFile14, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -41203,7 +41210,7 @@ var COMMAND_ENV = `        # What your agent needs, from the repository's secret
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
 async function workflowText(name2, agent, action, version2) {
-  let text = await readFile13(packageFile("examples", "workflows", name2), "utf8");
+  let text = await readFile14(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     const named = version2 ? ` # ${version2}` : "";
@@ -41234,6 +41241,7 @@ function packageFile(...parts) {
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
+var NO_SCORE_YET = "That is fine for a task that starts from nothing; otherwise fix the grader before you run.";
 async function tryGraderAndAgent(answers, root, here, io) {
   let problems = 0;
   const toWrite = [];
@@ -41246,12 +41254,14 @@ grading the workspace as it is now: ${answers.grader}
     () => runShell(answers.grader, {
       cwd: root,
       timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1e3,
-      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS
+      maxOutput: GRADER_OUTPUT_MAX_CHARS
     })
   );
   const g = watched2.result;
-  const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
-  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
+  const reading = g.exitCode === 0 ? parseScore(g.stdout, g.outputCut ? GRADER_OUTPUT_MAX_CHARS : null) : null;
+  if (reading?.score === null) io.stdout.write(`  no score yet (${reading.reason}). ${NO_SCORE_YET}
+`);
+  else if (reading) io.stdout.write(`  score: ${reading.score}
 `);
   else {
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
@@ -41266,7 +41276,7 @@ grading the workspace as it is now: ${answers.grader}
     if (cannot) problems++;
     io.stdout.write(
       cannot ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.
-` : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
+` : `  no score yet (${how}). ${NO_SCORE_YET}
 `
     );
   }
@@ -41623,7 +41633,7 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
+import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile15, writeFile as writeFile18 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
@@ -41640,7 +41650,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile14(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile15(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -41656,7 +41666,7 @@ var MapCache = class _MapCache {
 `);
   }
   async spec(commit) {
-    const text = await readFile14(this.specFile(commit), "utf8").catch(() => null);
+    const text = await readFile15(this.specFile(commit), "utf8").catch(() => null);
     if (text === null) return null;
     try {
       const v = JSON.parse(text);
@@ -41982,7 +41992,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir17, readFile as readFile15, stat as stat13 } from "node:fs/promises";
+import { readdir as readdir17, readFile as readFile16, stat as stat13 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -42017,7 +42027,7 @@ async function runTarget(taskDir, id) {
 async function compareTarget(taskDir, id) {
   const folder = join36(RunStore.runsDir(taskDir), id);
   const file2 = join36(folder, "compare.json");
-  const manifest = parseManifest(await readFile15(file2, "utf8"), file2);
+  const manifest = parseManifest(await readFile16(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
     if (!e.run) continue;
@@ -42328,7 +42338,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile16, writeFile as writeFile20 } from "node:fs/promises";
+import { readFile as readFile17, writeFile as writeFile20 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -42339,7 +42349,7 @@ async function renderPng(svgFile, pngFile) {
       note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
     };
   }
-  const png = new Resvg(await readFile16(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
+  const png = new Resvg(await readFile17(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
   await writeFile20(pngFile, png);
   return { file: pngFile };
 }

@@ -11,10 +11,11 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { specOfName } from '../agents/specs.js';
-import { INIT_GRADER_TIMEOUT_SECONDS, INIT_GRADING_OUTPUT_MAX_CHARS } from '../core/bounds.js';
+import { GRADER_OUTPUT_MAX_CHARS, INIT_GRADER_TIMEOUT_SECONDS } from '../core/bounds.js';
 import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { AGENT_TIMEOUT_SECONDS } from '../core/method.js';
+import { parseScore } from '../core/score.js';
 import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
@@ -360,6 +361,8 @@ function packageFile(...parts: string[]): string {
   throw new Error(`forkflush's ${parts.join('/')} is missing from its installation`);
 }
 
+const NO_SCORE_YET = 'That is fine for a task that starts from nothing; otherwise fix the grader before you run.';
+
 /**
  * The grader run once on the workspace as it is (watching which untracked files it reads), and the
  * agent's command checked: the problems the run would stop at, said now, and the files they say to
@@ -376,12 +379,14 @@ async function tryGraderAndAgent(answers: Answers, root: string, here: string, i
     runShell(answers.grader, {
       cwd: root,
       timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1000,
-      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS,
+      maxOutput: GRADER_OUTPUT_MAX_CHARS,
     }),
   );
   const g = watched.result;
-  const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
-  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
+  // Read as every grading of the run reads it.
+  const reading = g.exitCode === 0 ? parseScore(g.stdout, g.outputCut ? GRADER_OUTPUT_MAX_CHARS : null) : null;
+  if (reading?.score === null) io.stdout.write(`  no score yet (${reading.reason}). ${NO_SCORE_YET}\n`);
+  else if (reading) io.stdout.write(`  score: ${reading.score}\n`);
   else {
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? '';
     const how = `${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}`;
@@ -400,7 +405,7 @@ async function tryGraderAndAgent(answers: Answers, root: string, here: string, i
     io.stdout.write(
       cannot
         ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.\n`
-        : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.\n`,
+        : `  no score yet (${how}). ${NO_SCORE_YET}\n`,
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;

@@ -26,8 +26,6 @@ export const SETUP_OUTPUT_MAX_CHARS = 1_000_000;
 export const GRADER_OUTPUT_MAX_CHARS = 1_000_000;
 /** What an agent CLI's install keeps of its output: enough for npm's error, not its progress bars. */
 export const INSTALL_OUTPUT_MAX_CHARS = 200_000;
-/** What `forkflush init`'s trial grading keeps of its output: its last line is the score. */
-export const INIT_GRADING_OUTPUT_MAX_CHARS = 200_000;
 /** What a CLI's `--version` answer keeps: one line is expected. */
 export const VERSION_OUTPUT_MAX_CHARS = 20_000;
 /** The most of one line of output a failure line quotes (a CLI's own error, a grader's last words). */

@@ -3,10 +3,19 @@
 
 export type ScoreReading = { score: number } | { score: null; reason: string };
 
-export function parseScore(stdout: string): ScoreReading {
+/**
+ * The score in a grader's stdout. `keptChars`: where only the end of the output was kept (at most
+ * that many characters), and no line break stands before its last line, that line was cut.
+ */
+export function parseScore(stdout: string, keptChars: number | null = null): ScoreReading {
   const lines = stdout.split(/\r?\n/).map((l) => l.trim());
   const last = lines.filter((l) => l !== '').at(-1);
   if (last === undefined) return { score: null, reason: 'the grader printed nothing on stdout' };
+  if (keptChars !== null && !stdout.trimEnd().includes('\n'))
+    return {
+      score: null,
+      reason: `the grader's last line is longer than the ${keptChars.toLocaleString('en-US')} characters forkflush reads of its output: print the score on a line of its own, last`,
+    };
   const shown = last.length > 80 ? `${last.slice(0, 77)}...` : last;
   if (last.startsWith('{')) {
     let parsed: unknown;

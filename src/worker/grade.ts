@@ -68,7 +68,7 @@ export async function runGrader(
     const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ''}` };
   }
-  const reading = parseScore(r.stdout);
+  const reading = parseScore(r.stdout, r.outputCut ? GRADER_OUTPUT_MAX_CHARS : null);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
 }
 

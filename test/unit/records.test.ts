@@ -31,6 +31,16 @@ describe('parseScore', () => {
   ])('gives no score for %j', (out, reason) => {
     expect(parseScore(out)).toEqual({ score: null, reason });
   });
+
+  it('says a last line was cut where only the end of a long output was kept, and reads one kept whole', () => {
+    const cut = parseScore('true}, {"test": 9, "ok": true}], "score": 7}\n', 1000);
+    expect(cut).toEqual({
+      score: null,
+      reason:
+        "the grader's last line is longer than the 1,000 characters forkflush reads of its output: print the score on a line of its own, last",
+    });
+    expect(parseScore('…progress\n{"score": 7}\n', 1000)).toEqual({ score: 7 });
+  });
 });
 
 describe('journal and commit records', () => {

@@ -1,0 +1,197 @@
+// Kinds of tasks a new user brings that forkflush had not seen (a review's): a pytest suite, a
+// grader that prints a long JSON report. Each row is a whole CLI run (or init) with a command
+// agent, and says what the user expects: a score read as the README's grader contract says, and
+// messages that name the real cause.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isolationFor } from '../../src/worker/boundary.js';
+import { cli } from './cli-io.js';
+import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+
+const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
+
+/** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
+function retask(repo: TaskRepo, files: Record<string, string>, config: string): void {
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(repo.dir, name)), { recursive: true });
+    writeFileSync(join(repo.dir, name), text);
+  }
+  writeFileSync(join(repo.dir, '.github', 'autoresearch.yml'), config);
+  repo.git('add', '-A');
+  repo.git('commit', '-qm', 'the task');
+}
+
+/** A small config: two serial episodes of 6 tokens, the given grader and protected paths. */
+const config = (grader: string, protectedPaths: string[], agent = 'sh agent.sh') => `grader:
+  command: ${grader}
+  protected: ${JSON.stringify(protectedPaths)}
+  timeout: 60
+agent:
+  command: ${agent}
+  timeout: 60
+budget:
+  total: 12
+  unit: tokens
+  episode: 6
+strategy: single-run
+`;
+
+function hasPytest(): boolean {
+  try {
+    execFileSync('python3', ['-m', 'pytest', '--version'], { stdio: 'pipe' });
+    return true;
+  } catch {
+    console.warn('\n!!!!!!!! PYTEST TASK TEST SKIPPED: no python3 -m pytest here. !!!!!!!!\n');
+    return false;
+  }
+}
+
+describe('tasks forkflush had not seen', async () => {
+  const sandboxed = (await isolationFor('auto')).sandbox !== null;
+  if (!sandboxed) console.warn('\n!!!!!!!! UNSEEN-TASK RUN TESTS SKIPPED: no sandbox here. !!!!!!!!\n');
+  const maybe = sandboxed ? it : it.skip;
+
+  // A Python project graded by pytest, its tests protected (`tests/**`, as `forkflush init
+  // --protected` suggests), a conftest.py in them, no .gitignore. The agent fixes the code and
+  // checks its score with $FORKFLUSH_GRADE, as the prompt tells it to: pytest, run there, writes
+  // tests/__pycache__/*.pyc into the live workspace, which forkflush recorded as the agent's change
+  // to a protected path. Every episode got "no score: the agent changed protected paths:
+  // tests/__pycache__/conftest.cpython-311-pytest-9.0.3.pyc, ...", and the run stopped (exit 1)
+  // telling the user "the agent changes what grader.protected keeps every time: say in the task
+  // that it must not" -- the agent never wrote them, the grader did. Bytecode and pytest's cache
+  // are now never recorded (worker/cleanroom.ts RUNTIME_CACHES): the run scores, and no branch
+  // holds them.
+  maybe(
+    'a pytest grader with protected tests and no .gitignore: the run scores, and no branch holds its caches',
+    async () => {
+      if (!hasPytest()) return;
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          'src/calc.py': 'def add(a, b):\n    return 0\n\ndef mul(a, b):\n    return 0\n',
+          'tests/conftest.py':
+            "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'src'))\n",
+          'tests/test_calc.py':
+            'from calc import add, mul\n\ndef test_add():\n    assert add(1, 2) == 3\n\ndef test_add2():\n    assert add(2, 2) == 4\n\ndef test_mul():\n    assert mul(2, 3) == 6\n',
+          'grade.py':
+            "import re, subprocess, sys\nr = subprocess.run([sys.executable, '-m', 'pytest', '-q', 'tests'], capture_output=True, text=True)\nprint(r.stdout)\nm = re.search(r'(\\d+) passed', r.stdout)\nprint(int(m.group(1)) if m else 0)\n",
+          'agent.sh':
+            'cat > /dev/null\nprintf "def add(a, b):\\n    return a + b\\n\\ndef mul(a, b):\\n    return 0\\n" > src/calc.py\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('python3 grade.py', ['grade.py', 'tests/**']),
+      );
+      const r = await cli('run', repo.dir);
+      expect(r.err).not.toMatch(/say in the task that it must not/);
+      expect(r.code, r.err).toBe(0);
+      expect((await status(repo.dir)).best.score).toBe(2);
+      const recorded = repo.git('log', '--all', '--name-only', '--format=');
+      expect(recorded).toContain('src/calc.py');
+      expect(recorded).not.toMatch(/__pycache__|\.pyc|\.pytest_cache/);
+    },
+    300_000,
+  );
+
+  // A grader that prints its report as one JSON line, per-test details and "score" (the README:
+  // "JSON with a numeric score"), of ~2.9 MB for a suite of 100,000 cases. forkflush keeps the
+  // last 1,000,000 characters of a grading's stdout, so the line it parsed was a fragment, and
+  // every grading got "no score (the grader's last line is not a number: true}, {"test": 65518,
+  // ...)": a valid JSON line with a numeric score, called not a number. The run stopped after its
+  // opening round. The reason now says the line is too long, how long it may be, and the fix.
+  maybe(
+    'a grader whose last line is a long JSON report with a numeric score: the reason says too long, and the fix',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          'grade.py':
+            "import json\nv = float(open('value.txt').read())\nprint(json.dumps({'details': [{'test': i, 'ok': True} for i in range(100000)], 'score': v}))\n",
+          'agent.sh':
+            'cat > /dev/null\nv=$(cat value.txt); echo $((v+1)) > value.txt\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('python3 grade.py', ['grade.py']),
+      );
+      const dry = await cli('run', repo.dir, '--dry-run');
+      const all = dry.out + dry.err;
+      expect(all).not.toMatch(/last line is not a number/);
+      expect(all).toContain(
+        "the grader's last line is longer than the 1,000,000 characters forkflush reads of its output: print the score on a line of its own, last",
+      );
+    },
+    300_000,
+  );
+});
+
+describe('forkflush init on a grader whose last line is not a score', () => {
+  // A new user gives init the test runner's own command, or a script that ends with a summary
+  // line: pytest -q's last line is "3 passed in 0.01s". init graded the workspace once and printed
+  // "score: 3 passed in 0.01s" (for a grader ending with "Done.", "score: Done."): what looks like
+  // a score to the user, while the dry run and every episode say "no score (the grader's last line
+  // is not a number: ...)". init printed whatever the last line was, unparsed; it now reads it as
+  // the run does (core/score.ts parseScore) and says there is no score, and why.
+  it('says no score and why, not "score: <the last line>"', async () => {
+    for (const last of ['3 passed in 0.01s', 'Done.']) {
+      const dir = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
+      writeFileSync(join(dir, 'grade.sh'), `echo 5\necho '${last}'\n`);
+      writeFileSync(join(dir, 'agent.sh'), 'cat > /dev/null\n');
+      execFileSync('git', ['init', '-q', '--initial-branch=main'], { cwd: dir });
+      const r = await cli(
+        'init',
+        dir,
+        '--grader',
+        'sh grade.sh',
+        '--agent',
+        'command',
+        '--agent-command',
+        'sh agent.sh',
+        '--budget',
+        '60',
+        '--unit',
+        'tokens',
+        '--protected',
+        'grade.sh',
+        '--yes',
+      );
+      expect(r.code, r.err).toBe(0);
+      expect(r.out).not.toContain(`score: ${last}`);
+      expect(r.out).toMatch(/no score/);
+    }
+  }, 120_000);
+
+  // The same, by size: init kept 200,000 characters of the grader's output and printed the tail
+  // of a long JSON line as its "score" ("score: : true}, {"test": 2858, ...") where the run reads
+  // the whole line and scores it. init now keeps what a grading of the run keeps.
+  it('a JSON report of 280 KB: init says its score, as the run reads it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
+    writeFileSync(
+      join(dir, 'grade.py'),
+      "import json\nprint(json.dumps({'details': [{'test': i, 'ok': True} for i in range(10000)], 'score': 7}))\n",
+    );
+    writeFileSync(join(dir, 'agent.sh'), 'cat > /dev/null\n');
+    execFileSync('git', ['init', '-q', '--initial-branch=main'], { cwd: dir });
+    const r = await cli(
+      'init',
+      dir,
+      '--grader',
+      'python3 grade.py',
+      '--agent',
+      'command',
+      '--agent-command',
+      'sh agent.sh',
+      '--budget',
+      '60',
+      '--unit',
+      'tokens',
+      '--protected',
+      'grade.py',
+      '--yes',
+    );
+    expect(r.code, r.err).toBe(0);
+    const line = r.out.match(/^ {2}(score|no score).*$/m)?.[0] ?? '';
+    expect(line.slice(0, 200)).toMatch(/^ {2}score: 7\b/);
+  }, 120_000);
+});
