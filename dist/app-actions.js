@@ -71021,6 +71021,8 @@ function paddedRange(values) {
 function endWarnings(state, quote = (t) => t) {
   return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
 }
+var IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
+var IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, "\\.")} \\(([^)]*)\\)`);
 function budgetLeftUnspent(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state);

@@ -32389,10 +32389,14 @@ function nothingDone(state) {
   if (scored.length === 0) return "no episode got a score";
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
-  if (ran.every((e) => e.result?.unchanged === true))
-    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
+  if (ran.every((e) => e.result?.unchanged === true)) {
+    const ignored = ran.map((e) => e.result?.note?.match(IGNORED_FILES)?.[1]).find(Boolean);
+    return ignored ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks` : "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
+  }
   return null;
 }
+var IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
+var IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, "\\.")} \\(([^)]*)\\)`);
 function budgetLeftUnspent(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state);
@@ -36383,11 +36387,12 @@ async function copyIndex(from, to) {
   await utimes(to, s.atime, s.mtime);
 }
 var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
+var ignoreFileOf = (index) => `${index}.exclude`;
 async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own3.asIs();
   const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
-  const ignoreFile = `${index}.exclude`;
+  const ignoreFile = ignoreFileOf(index);
   await writeFile7(ignoreFile, `${excludes ? await readFile5(excludes, "utf8") : ""}${RUNTIME_CACHES}`);
   const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own3, workspace, index, ignore);
@@ -36416,6 +36421,25 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
   const tree = await own3.out(["write-tree"], { index });
   await refuseLongListing(own3, tree);
   return { tree, protectedChanged, index, cleaned };
+}
+async function ignoredFiles(own3, workspace, index, max = 5) {
+  const ignore = ["-c", `core.excludesFile=${ignoreFileOf(index)}`];
+  const status = await own3.exec([...ignore, "status", "--porcelain", "-z", "--ignored"], {
+    workTree: workspace,
+    index,
+    check: false
+  });
+  const ignored = status.stdout.split("\0").flatMap((x) => x.startsWith("!! ") ? [x.slice(3)] : []);
+  if (status.exitCode !== 0 || ignored.length === 0) return [];
+  const empty = `${index}.empty`;
+  await mkdir9(empty, { recursive: true });
+  const ours = await own3.exec([...ignore, "check-ignore", "--no-index", "-z", "--stdin"], {
+    workTree: empty,
+    input: ignored.join("\0"),
+    check: false
+  });
+  const forkflush = new Set(ours.stdout.split("\0"));
+  return ignored.filter((p) => !forkflush.has(p)).slice(0, max);
 }
 async function refuseLongListing(own3, tree) {
   const listed = await own3.exec(["ls-tree", "-r", "-z", "--name-only", tree]).then((r) => r.stdout.length).catch((e) => {
@@ -38537,8 +38561,9 @@ async function episode(job, charged2) {
   const unchanged = !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start2.tree;
   const charge = chargeOf(unchanged);
   Object.assign(charged2, { spent: charge.spent, estimated: charge.basis === "estimated" });
+  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap.index) : [];
   const graded = await gradeStep(job, b, recorded, charge);
-  const made = resultOf2(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
+  const made = resultOf2(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, ignored, swept: b.swept });
   return commitResult(job, recorded.snap, made, started);
 }
 async function setupStep(job, b) {
@@ -38664,6 +38689,7 @@ function resultOf2(job, r) {
   const note = plainText(
     [
       ...r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : [],
+      ...r.ignored.length > 0 ? [`${IGNORED_ONLY} (${r.ignored.join(", ")}): no commit takes them, so the judge never sees them`] : [],
       ...job.notes ?? [],
       ...r.start.note ? [r.start.note] : [],
       ...outcome.note ? [outcome.note] : [],

@@ -21,10 +21,18 @@ export function nothingDone(state: RunState): string | null {
   if (scored.length === 0) return 'no episode got a score';
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
-  if (ran.every((e) => e.result?.unchanged === true))
-    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
+  if (ran.every((e) => e.result?.unchanged === true)) {
+    const ignored = ran.map((e) => e.result?.note?.match(IGNORED_FILES)?.[1]).find(Boolean);
+    return ignored
+      ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks`
+      : 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
+  }
   return null;
 }
+
+/** The start of an episode's note when all it changed is ignored by the workspace's .gitignore (worker/episode.ts). */
+export const IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
+const IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, '\\.')} \\(([^)]*)\\)`);
 
 /**
  * A finished run that left most of its budget unspent, said as a warning: its episodes ended

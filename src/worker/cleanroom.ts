@@ -157,6 +157,9 @@ export interface Snapshot {
   cleaned: Cleaned;
 }
 
+/** The ignore file a snapshot applies beside the workspace's .gitignore (setup's outputs, RUNTIME_CACHES). */
+const ignoreFileOf = (index: string) => `${index}.exclude`;
+
 /**
  * Records the workspace's files as git would commit them (its .gitignore applies; its .git is
  * ignored), starting from the index made at checkout so unchanged files are not hashed again.
@@ -179,7 +182,7 @@ export async function snapshot(
   await copyIndex(checkoutIndex, index);
   // The repository's ignore rules, setup's outputs and caches that running code writes, never the
   // user's own ignore file (as on GitHub).
-  const ignoreFile = `${index}.exclude`;
+  const ignoreFile = ignoreFileOf(index);
   await writeFile(ignoreFile, `${excludes ? await readFile(excludes, 'utf8') : ''}${RUNTIME_CACHES}`);
   const ignore = ['-c', `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own, workspace, index, ignore);
@@ -209,6 +212,32 @@ export async function snapshot(
   const tree = await own.out(['write-tree'], { index });
   await refuseLongListing(own, tree);
   return { tree, protectedChanged, index, cleaned };
+}
+
+/**
+ * Files in the workspace that its own .gitignore leaves out (not setup's outputs or RUNTIME_CACHES),
+ * after `snapshot`: for an episode that recorded no change, what it may have written where no
+ * commit takes it. At most `max` paths (a folder ignored whole as one).
+ */
+export async function ignoredFiles(own: OwnRepo, workspace: string, index: string, max = 5): Promise<string[]> {
+  const ignore = ['-c', `core.excludesFile=${ignoreFileOf(index)}`];
+  const status = await own.exec([...ignore, 'status', '--porcelain', '-z', '--ignored'], {
+    workTree: workspace,
+    index,
+    check: false,
+  });
+  const ignored = status.stdout.split('\0').flatMap((x) => (x.startsWith('!! ') ? [x.slice(3)] : []));
+  if (status.exitCode !== 0 || ignored.length === 0) return [];
+  // Those forkflush's own file leaves out, matched where no .gitignore is (an empty folder).
+  const empty = `${index}.empty`;
+  await mkdir(empty, { recursive: true });
+  const ours = await own.exec([...ignore, 'check-ignore', '--no-index', '-z', '--stdin'], {
+    workTree: empty,
+    input: ignored.join('\0'),
+    check: false,
+  });
+  const forkflush = new Set(ours.stdout.split('\0'));
+  return ignored.filter((p) => !forkflush.has(p)).slice(0, max);
 }
 
 /** Throws when the tree's paths, listed, pass what forkflush lists of a tree (RECORDED_TREE_LISTING_MAX_BYTES). */

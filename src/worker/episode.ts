@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { FAILURE_QUOTE_MAX_CHARS } from '../core/bounds.js';
 import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH } from '../core/config.js';
+import { IGNORED_ONLY } from '../core/end-warnings.js';
 import type { Resource } from '../core/resources.js';
 import type { EpisodeResult } from '../core/state.js';
 import { UNRECORDED } from '../core/stop.js';
@@ -27,7 +28,7 @@ import {
 } from '../io/agent-files.js';
 import { GitStalledError } from '../io/git.js';
 import { episodeLogs, expandHome, setupConfinement, withAccount } from './boundary.js';
-import { baseSnapshot, type Snapshot, snapshot } from './cleanroom.js';
+import { baseSnapshot, ignoredFiles, type Snapshot, snapshot } from './cleanroom.js';
 import { type AgentRun, type EpisodeBox, prepareBox, runAgentStep } from './episode-agent.js';
 import { DiskFullError, diskFull, InterruptedError } from './episode-errors.js';
 import type { Charged, EpisodeJob } from './episode-input.js';
@@ -99,10 +100,12 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start.tree;
   const charge = chargeOf(unchanged);
   Object.assign(charged, { spent: charge.spent, estimated: charge.basis === 'estimated' });
+  // Nothing recorded: what it wrote may all be where the workspace's .gitignore leaves it out.
+  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap.index) : [];
   // 7. The judge grades a fresh checkout of exactly that tree.
   const graded = await gradeStep(job, b, recorded, charge);
   // 8. The result, committed on the episode's base.
-  const made = resultOf(job, { ran, start, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
+  const made = resultOf(job, { ran, start, charge, graded, snap: recorded.snap, unchanged, ignored, swept: b.swept });
   return commitResult(job, recorded.snap, made, started);
 }
 
@@ -271,6 +274,7 @@ function resultOf(
     graded: Graded;
     snap: Snapshot;
     unchanged: boolean;
+    ignored: string[];
     swept: Cleaned;
   },
 ): Omit<EpisodeResult, 'commit' | 'wallSeconds'> {
@@ -281,6 +285,9 @@ function resultOf(
   const note = plainText(
     [
       ...(r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : []),
+      ...(r.ignored.length > 0
+        ? [`${IGNORED_ONLY} (${r.ignored.join(', ')}): no commit takes them, so the judge never sees them`]
+        : []),
       ...(job.notes ?? []),
       ...(r.start.note ? [r.start.note] : []),
       ...(outcome.note ? [outcome.note] : []),

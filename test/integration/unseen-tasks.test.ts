@@ -1,7 +1,7 @@
 // Kinds of tasks a new user brings that forkflush had not seen (a review's): a pytest suite, a
-// grader that prints a long JSON report. Each row is a whole CLI run (or init) with a command
-// agent, and says what the user expects: a score read as the README's grader contract says, and
-// messages that name the real cause.
+// grader that prints a long JSON report, a result in a file git ignores. Each row is a whole CLI
+// run (or init) with a command agent, and says what the user expects: a score read as the
+// README's grader contract says, and messages that name the real cause.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,8 @@ import { isolationFor } from '../../src/worker/boundary.js';
 import { cli } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
+/** The lines of stderr that are forkflush's own (not the progress). */
+const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
 
 /** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
@@ -120,6 +122,40 @@ describe('tasks forkflush had not seen', async () => {
       expect(all).not.toMatch(/last line is not a number/);
       expect(all).toContain(
         "the grader's last line is longer than the 1,000,000 characters forkflush reads of its output: print the score on a line of its own, last",
+      );
+    },
+    300_000,
+  );
+
+  // A task whose answer is a file the repository's .gitignore covers (`*.out`, as build outputs
+  // and results often are): the agent writes answer.out, its own $FORKFLUSH_GRADE prints 42, but
+  // forkflush records only what git takes, so the judge graded 0 every time. The run ended, exit
+  // 1, with "no episode did any work: none changed the workspace (does agent.command run the agent
+  // on the task, and may it edit files there?)": false (every agent wrote answer.out, and graded
+  // it), and it sent the user to debug an agent that works. An episode that records no change now
+  // names the files its workspace's .gitignore leaves out (worker/cleanroom.ts ignoredFiles), and
+  // the run's end says that is all the agents wrote.
+  maybe(
+    'an agent whose only change is a git-ignored file the grader reads: the end names the ignored file, not a lazy agent',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          // Python's bytecode too, which forkflush never records anyway: not named as the agent's.
+          '.gitignore': '*.out\n__pycache__/\n',
+          'grade2.sh': 'cat answer.out 2>/dev/null || echo 0\n',
+          'agent.sh':
+            'cat > /dev/null\necho 42 > answer.out\nmkdir -p __pycache__ && : > __pycache__/x.pyc\n"$FORKFLUSH_GRADE" >&2\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('sh grade2.sh', ['grade2.sh']),
+      );
+      const r = await cli('run', repo.dir);
+      expect(r.code, r.err).toBe(1);
+      const told = said(r.err).join('\n');
+      expect(told).not.toMatch(/none changed the workspace/);
+      expect(told).toContain(
+        "no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (answer.out)",
       );
     },
     300_000,
