@@ -39643,9 +39643,22 @@ async function gradeInitialAs(account, ...[config2, dir, places, isolation, scra
     confine(() => graderConfinement(dir, tmp, judged2, config2, source))
   );
 }
+async function filteredFiles(git) {
+  const files = (await git.out(["ls-files", "-z"])).split("\0").filter(Boolean);
+  if (files.length === 0 || files.length > WORKING_TREE_MAX_FILES) return [];
+  const r = await git.exec(["check-attr", "-z", "--stdin", "filter"], { input: files.join("\0"), check: false });
+  const f2 = r.stdout.split("\0");
+  const out = [];
+  for (let i = 0; i + 2 < f2.length; i += 3)
+    if (!["unspecified", "unset", "set"].includes(f2[i + 2]))
+      out.push({ path: f2[i], filter: f2[i + 2] });
+  return out;
+}
 async function gradeWorkingTree(config2, repo, store, isolation, env) {
   const git = new Git(repo);
-  if ((await git.out(["status", "--porcelain", "--untracked-files=all"])).trim() === "") return null;
+  const filtered = await filteredFiles(git);
+  const clean = (await git.out(["status", "--porcelain", "--untracked-files=all"])).trim() === "";
+  if (clean && filtered.length === 0) return null;
   const files = (await git.out(["ls-files", "--cached", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
   if (files.length > WORKING_TREE_MAX_FILES) return null;
   const dir = store.workspace("working-tree");
@@ -39667,7 +39680,7 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
       untracked,
       () => gradeInitial(config2, dir, places, isolation, scratch, env).catch(() => null)
     );
-    return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
+    return watched2.result ? { grade: watched2.result, read: watched2.read, untracked, filtered } : null;
   } finally {
     await rm15(dir, { recursive: true, force: true });
     await rm15(scratch, { recursive: true, force: true });
@@ -39675,6 +39688,12 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
 }
 function uncommittedGraderInputs(committed, working) {
   const read2 = working.read ?? [];
+  const { filtered } = working;
+  if (read2.length === 0 && filtered.length > 0) {
+    const named = filtered.slice(0, NAMED_FILES_MAX).map((f2) => f2.path);
+    const filters = [...new Set(filtered.map((f2) => f2.filter))].join(", ");
+    return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: git keeps ${named.join(", ")}${filtered.length > NAMED_FILES_MAX ? ", ..." : ""} through its filter ${filters} (.gitattributes), so the commit holds what the filter made of ${filtered.length === 1 ? "it" : "them"} (for git-lfs, a pointer), and episodes and the judge get that. Commit the files themselves (git lfs untrack, then git add --renormalize .), or have setup.commands fetch them, then run again`;
+  }
   const which = read2.length > 0 ? `it reads ${read2.length === 1 ? "a file" : "files"} git does not have: ${read2.slice(0, NAMED_FILES_MAX).join(", ")}${read2.length > NAMED_FILES_MAX ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
   return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read2.length > 0 ? `${read2.length === 1 ? "it" : "them"} (git add ${read2.slice(0, NAMED_FILES_MAX).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
 }

@@ -106,6 +106,28 @@ async function gradeInitialAs(
   );
 }
 
+interface WorkingTreeGrading {
+  grade: Grading;
+  /** The untracked files the grader read (null: this filesystem does not say). */
+  read: string[] | null;
+  untracked: string[];
+  /** Committed files git keeps through a filter, with its name (filteredFiles). */
+  filtered: { path: string; filter: string }[];
+}
+
+/** Committed files whose .gitattributes name a filter (`filter=lfs`): the commit holds the filter's output. */
+async function filteredFiles(git: Git): Promise<{ path: string; filter: string }[]> {
+  const files = (await git.out(['ls-files', '-z'])).split('\0').filter(Boolean);
+  if (files.length === 0 || files.length > WORKING_TREE_MAX_FILES) return [];
+  const r = await git.exec(['check-attr', '-z', '--stdin', 'filter'], { input: files.join('\0'), check: false });
+  const f = r.stdout.split('\0');
+  const out: { path: string; filter: string }[] = [];
+  for (let i = 0; i + 2 < f.length; i += 3)
+    if (!['unspecified', 'unset', 'set'].includes(f[i + 2] as string))
+      out.push({ path: f[i] as string, filter: f[i + 2] as string });
+  return out;
+}
+
 /**
  * The working tree as it is (the commit's files with their changes, and the files git does not
  * have and does not ignore), copied and graded as the initial workspace is; with the untracked
@@ -118,9 +140,12 @@ async function gradeWorkingTree(
   store: RunStore,
   isolation: Isolation,
   env: NodeJS.ProcessEnv,
-): Promise<{ grade: Grading; read: string[] | null; untracked: string[] } | null> {
+): Promise<WorkingTreeGrading | null> {
   const git = new Git(repo);
-  if ((await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '') return null;
+  const filtered = await filteredFiles(git);
+  const clean = (await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '';
+  // A file git keeps through a filter (git-lfs) is, in the commit, what the filter made of it.
+  if (clean && filtered.length === 0) return null;
   const files = (await git.out(['ls-files', '--cached', '--others', '--exclude-standard', '-z']))
     .split('\0')
     .filter(Boolean);
@@ -142,7 +167,7 @@ async function gradeWorkingTree(
     const watched = await whileWatchingReads(dir, untracked, () =>
       gradeInitial(config, dir, places, isolation, scratch, env).catch((): Grading | null => null),
     );
-    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
+    return watched.result ? { grade: watched.result, read: watched.read, untracked, filtered } : null;
   } finally {
     await rm(dir, { recursive: true, force: true });
     await rm(scratch, { recursive: true, force: true });
@@ -150,11 +175,20 @@ async function gradeWorkingTree(
 }
 
 /** Why the run does not start: the commit gets no score, the working tree with uncommitted files does. */
-function uncommittedGraderInputs(
-  committed: Grading,
-  working: { grade: Grading; read: string[] | null; untracked: string[] },
-): string {
+function uncommittedGraderInputs(committed: Grading, working: WorkingTreeGrading): string {
   const read = working.read ?? [];
+  const { filtered } = working;
+  if (read.length === 0 && filtered.length > 0) {
+    const named = filtered.slice(0, NAMED_FILES_MAX).map((f) => f.path);
+    const filters = [...new Set(filtered.map((f) => f.filter))].join(', ');
+    return (
+      `the initial workspace as committed gets no score (${committed.reason ?? 'no reason given'}), but the working tree scores ` +
+      `${working.grade.score}: git keeps ${named.join(', ')}${filtered.length > NAMED_FILES_MAX ? ', ...' : ''} through its filter ` +
+      `${filters} (.gitattributes), so the commit holds what the filter made of ${filtered.length === 1 ? 'it' : 'them'} (for git-lfs, a pointer), ` +
+      'and episodes and the judge get that. Commit the files themselves (git lfs untrack, then git add --renormalize .), ' +
+      'or have setup.commands fetch them, then run again'
+    );
+  }
   const which =
     read.length > 0
       ? `it reads ${read.length === 1 ? 'a file' : 'files'} git does not have: ${read.slice(0, NAMED_FILES_MAX).join(', ')}${read.length > NAMED_FILES_MAX ? ', ...' : ''}`

@@ -1,9 +1,9 @@
-// Kinds of tasks a new user brings that forkflush had not seen (a review's): a pytest suite, a
-// grader that prints a long JSON report, a result in a file git ignores. Each row is a whole CLI
+// Kinds of tasks a new user brings that forkflush had not seen (a review's): a pytest suite, data
+// in git-lfs, a grader that prints a long JSON report, a result in a file git ignores. Each row is a whole CLI
 // run (or init) with a command agent, and says what the user expects: a score read as the
 // README's grader contract says, and messages that name the real cause.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -93,6 +93,62 @@ describe('tasks forkflush had not seen', async () => {
       const recorded = repo.git('log', '--all', '--name-only', '--format=');
       expect(recorded).toContain('src/calc.py');
       expect(recorded).not.toMatch(/__pycache__|\.pyc|\.pytest_cache/);
+    },
+    300_000,
+  );
+
+  // Data in git-lfs (`git lfs track '*.csv'`): the commit holds a pointer, the working tree the
+  // data, through the filter lfs's install put in the repository's config (faked here, as git-lfs
+  // is not installed: the same clean and smudge contract). forkflush's git checks out bytes as they
+  // are, so every episode and the judge read the pointer: the grader failed with KeyError. The dry
+  // run said "no score, as committed and as it is" (the working tree scores 6: it was never
+  // graded, git status being clean) and blamed the environment ("the grader gets only the basics
+  // (PATH, locale, proxies) and what grader.env lists"), then "the checks passed", exit 0; the run
+  // spent its opening round and stopped. A working tree that differs from the commit only through
+  // a filter is now graded too, and the run refused, naming the file and the filter.
+  maybe(
+    'data in git-lfs: the run and its dry run refuse before any agent, naming the file and its filter',
+    async () => {
+      const repo = makeTaskRepo();
+      const gitDir = join(repo.dir, '.git');
+      mkdirSync(join(gitDir, 'fake-lfs', 'objects'), { recursive: true });
+      writeFileSync(
+        join(gitDir, 'fake-lfs', 'clean'),
+        `#!/bin/sh\nt=$(mktemp); cat > "$t"; s=$(sha256sum "$t" | cut -d' ' -f1)\ncp "$t" ${gitDir}/fake-lfs/objects/$s\nprintf 'version https://git-lfs.github.com/spec/v1\\noid sha256:%s\\nsize %s\\n' "$s" "$(wc -c < "$t" | tr -d ' ')"\n`,
+      );
+      writeFileSync(
+        join(gitDir, 'fake-lfs', 'smudge'),
+        `#!/bin/sh\ns=$(grep '^oid' | sed 's/oid sha256://'); cat ${gitDir}/fake-lfs/objects/$s\n`,
+      );
+      chmodSync(join(gitDir, 'fake-lfs', 'clean'), 0o755);
+      chmodSync(join(gitDir, 'fake-lfs', 'smudge'), 0o755);
+      repo.git('config', 'filter.lfs.clean', join(gitDir, 'fake-lfs', 'clean'));
+      repo.git('config', 'filter.lfs.smudge', join(gitDir, 'fake-lfs', 'smudge'));
+      repo.git('config', 'filter.lfs.required', 'true');
+      retask(
+        repo,
+        {
+          '.gitattributes': '*.csv filter=lfs diff=lfs merge=lfs -text\n',
+          'data.csv': 'a,b\n1,2\n3,4\n',
+          'grade.py':
+            "import csv\nrows = list(csv.DictReader(open('data.csv')))\nv = float(open('value.txt').read())\nprint(sum(float(r['b']) for r in rows) + v)\n",
+          'agent.sh':
+            'cat > /dev/null\nv=$(cat value.txt); echo $((v+1)) > value.txt\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('python3 grade.py', ['grade.py', 'data.csv']),
+      );
+      // The commit holds the pointer; the working tree, as git status says, is the commit.
+      expect(repo.git('show', 'HEAD:data.csv')).toMatch(/^version https:\/\/git-lfs/);
+      expect(repo.git('status', '--porcelain')).toBe('');
+      expect(execFileSync('python3', ['grade.py'], { cwd: repo.dir, encoding: 'utf8' }).trim()).toBe('6.0');
+
+      for (const how of [['--dry-run'], []]) {
+        const r = await cli('run', repo.dir, ...how);
+        expect(r.code, r.err).toBe(2);
+        expect(said(r.err).join('\n')).toContain(
+          'but the working tree scores 6: git keeps data.csv through its filter lfs (.gitattributes), so the commit holds what the filter made of it',
+        );
+      }
     },
     300_000,
   );
