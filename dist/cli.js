@@ -41011,7 +41011,17 @@ async function initTask(dir, v, io) {
   const root = resolve7(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
-  parseConfig(config2, CONFIG_PATH);
+  try {
+    parseConfig(config2, CONFIG_PATH);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const problems2 = e.problems.map((p) => p.replace(/^[^\n]*?:\d+:\d+: /, ""));
+    throw new UserError(
+      `these answers make a config forkflush would refuse, so nothing was written:
+  ${problems2.join("\n  ")}
+Answer again (--budget, --unit and the others; or without --yes, at the questions)`
+    );
+  }
   const force = v.force === true;
   const written = [];
   const kept = [];

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { specOfName } from '../agents/specs.js';
 import { GRADER_OUTPUT_MAX_CHARS, INIT_GRADER_TIMEOUT_SECONDS } from '../core/bounds.js';
-import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
+import { AGENT_KINDS, CONFIG_PATH, ConfigError, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { AGENT_TIMEOUT_SECONDS } from '../core/method.js';
 import { parseScore } from '../core/score.js';
@@ -46,8 +46,18 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   // leaves no folder behind.
   const answers = await ask(root, v, io);
   const config = configText(answers);
-  // The file must parse as forkflush reads it: a mistake here is forkflush's, not the user's.
-  parseConfig(config, CONFIG_PATH);
+  // The file must parse as forkflush reads it; what it refuses (a budget too small for the plan) is
+  // said of the answers, as nothing has been written yet.
+  try {
+    parseConfig(config, CONFIG_PATH);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const problems = e.problems.map((p) => p.replace(/^[^\n]*?:\d+:\d+: /, ''));
+    throw new UserError(
+      `these answers make a config forkflush would refuse, so nothing was written:\n  ${problems.join('\n  ')}\n` +
+        'Answer again (--budget, --unit and the others; or without --yes, at the questions)',
+    );
+  }
   const force = v.force === true;
   const written: string[] = [];
   const kept: string[] = [];

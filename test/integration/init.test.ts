@@ -185,6 +185,27 @@ describe('forkflush init', () => {
     const agent = await cli('init', dir, '--grader', 'sh grade.sh', '--agent', 'gpt', '--yes');
     expect(agent.err).toMatch(/--agent must be one of command, claude-code, .*got "gpt"/);
     expect(existsSync(join(dir, '.github'))).toBe(false);
+    // Answers that make a config forkflush refuses are said of the answers: no file:line of a file
+    // init has not written (review: it cited ".github/autoresearch.yml:3:1").
+    const small = await cli(
+      'init',
+      dir,
+      '--grader',
+      'sh grade.sh',
+      '--agent-command',
+      'sh a.sh',
+      '--budget',
+      '6',
+      '--unit',
+      'evaluations',
+      '--yes',
+    );
+    expect(small.code).toBe(2);
+    expect(small.err).toMatch(
+      /^forkflush: these answers make a config forkflush would refuse, so nothing was written:\n {2}fork\.branch_budget: .*raise budget\.total to at least \d+/,
+    );
+    expect(small.err).not.toContain('autoresearch.yml:');
+    expect(existsSync(join(dir, '.github'))).toBe(false);
   });
 
   it('calls a grader that cannot run a problem, not a task that starts from nothing, and still writes the task', async () => {
