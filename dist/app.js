@@ -54281,10 +54281,20 @@ function paddedRange(values) {
 
 // src/core/end-warnings.ts
 function endWarnings(state, quote = (t) => t) {
-  return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
+  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
+    (w) => w !== null
+  );
 }
 var IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
 var IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, "\\.")} \\(([^)]*)\\)`);
+function overBudget(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state) - extraSpent(state);
+  if (state.status !== "finished" || used <= total * (1 + 1e-9)) return null;
+  const over = state.rounds.flatMap((r) => r.extra ? [] : r.episodes).filter((e) => charged(e) > e.allowance * (1 + 1e-9)).sort((a, b) => charged(b) - b.allowance - (charged(a) - a.allowance));
+  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(charged(e), 3)} of ${formatNumber(e.allowance, 3)}`);
+  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it");
+}
 function budgetLeftUnspent(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state);

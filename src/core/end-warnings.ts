@@ -1,13 +1,16 @@
 // What a finished run says beside its result: that it did nothing worth having (an exit of 1), or
 // warnings (the CLI's last lines, the run's GitHub status) that it did less than it seemed to.
-import { spent } from './budget.js';
+import { charged, spent } from './budget.js';
+import { extraSpent } from './schedule.js';
 import { allEpisodes, type RunState, setupFailed } from './state.js';
 import { crashedIdle, unscoredSince } from './stop.js';
 import { formatNumber } from './text.js';
 
 /** The warnings of a run, none while it has not finished; `quote` for what the grader wrote (inert code on GitHub). */
 export function endWarnings(state: RunState, quote: (graderText: string) => string = (t) => t): string[] {
-  return [budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter((w) => w !== null);
+  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
+    (w) => w !== null,
+  );
 }
 
 /**
@@ -33,6 +36,31 @@ export function nothingDone(state: RunState): string | null {
 /** The start of an episode's note when all it changed is ignored by the workspace's .gitignore (worker/episode.ts). */
 export const IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
 const IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, '\\.')} \\(([^)]*)\\)`);
+
+/**
+ * A finished run that spent past budget.total (rounds after the plan have a budget of their own),
+ * said as a warning naming the episodes that spent past their allowance: a command agent reports
+ * its spend when it ends, and a CLI's usage is read between its model calls. Null otherwise.
+ */
+export function overBudget(state: RunState): string | null {
+  const { total, unit } = state.config.budget;
+  const used = spent(state) - extraSpent(state);
+  if (state.status !== 'finished' || used <= total * (1 + 1e-9)) return null;
+  const over = state.rounds
+    .flatMap((r) => (r.extra ? [] : r.episodes))
+    .filter((e) => charged(e) > e.allowance * (1 + 1e-9))
+    .sort((a, b) => charged(b) - b.allowance - (charged(a) - a.allowance));
+  const named = over
+    .slice(0, 3)
+    .map((e) => `${e.id}: ${formatNumber(charged(e), 3)} of ${formatNumber(e.allowance, 3)}`);
+  return (
+    `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ` +
+    `${over.length === 1 ? 'an episode' : `${over.length} episodes`} spent past ${over.length === 1 ? 'its allowance' : 'their allowances'} (${named.join(', ')}${over.length > 3 ? ', ...' : ''}); ` +
+    (state.config.agent.kind === 'command'
+      ? 'a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET'
+      : 'an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it')
+  );
+}
 
 /**
  * A finished run that left most of its budget unspent, said as a warning: its episodes ended

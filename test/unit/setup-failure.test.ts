@@ -2,7 +2,13 @@
 // a setup that cannot work, a grader that scores nothing, an agent that fails or keeps crashing.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config.js';
-import { budgetLeftUnspent, endWarnings, nothingDone, sameScoreEverywhere } from '../../src/core/end-warnings.js';
+import {
+  budgetLeftUnspent,
+  endWarnings,
+  nothingDone,
+  overBudget,
+  sameScoreEverywhere,
+} from '../../src/core/end-warnings.js';
 import { issueComment } from '../../src/core/github-status.js';
 import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings, simulate } from '../../src/core/plan.js';
@@ -424,6 +430,30 @@ describe('a grader that stops scoring in the night', () => {
     expect(issueComment(s, 'finished')).toContain('**Status:** finished; note: the grader scored none of the');
     i = 0;
     expect(endWarnings(simulate(parseConfig(yaml, 'x'), (e) => ({ spent: e.allowance, score: i++ })))).toEqual([]);
+  });
+});
+
+describe('overBudget', () => {
+  const yaml = (kind: string) =>
+    `grader: {command: x}\nagent: {kind: ${kind}${kind === 'command' ? ', command: y' : ''}}\nbudget: {total: 40, unit: tokens, episode: 8}\nstrategy: single-run\n`;
+  it('warns when the run spent past budget.total, naming the episodes that passed their allowance', () => {
+    // review: an episode that reported 100 against an allowance of 7.2 ended "finished: spent 106/40", exit 0, unsaid.
+    let i = 0;
+    const run = (kind: string) =>
+      simulate(parseConfig(yaml(kind), 'x'), (e) => ({ spent: i++ === 1 ? 100 : e.allowance, score: 1 }), 1);
+    const s = run('command');
+    const w = overBudget(s);
+    expect(w).toMatch(
+      /^the run spent 1\d\d of its 40 tokens: an episode spent past its allowance \(r1\.b0: 100 of [\d.]+\); a command agent reports its spend when it ends/,
+    );
+    expect(endWarnings(s)[0]).toBe(w);
+    i = 0;
+    expect(overBudget(run('claude-code'))).toContain(
+      'an agent CLI is stopped at the first reading of its usage past its allowance',
+    );
+    expect(
+      overBudget(simulate(parseConfig(yaml('command'), 'x'), (e) => ({ spent: e.allowance, score: 1 }), 1)),
+    ).toBeNull();
   });
 });
 
