@@ -32242,7 +32242,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir19, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile13, rm as rm18, writeFile as writeFile16 } from "node:fs/promises";
+import { mkdir as mkdir20, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile13, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -36272,7 +36272,7 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { writeFile as writeFile12 } from "node:fs/promises";
+import { writeFile as writeFile13 } from "node:fs/promises";
 import { join as join22 } from "node:path";
 
 // src/core/charge.ts
@@ -36317,282 +36317,12 @@ function round(x) {
   return Math.round(x * 1e6) / 1e6;
 }
 
-// src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat4, mkdir as mkdir9, readdir as readdir8, readFile as readFile5, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname7, join as join13 } from "node:path";
-var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
-var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
-var OwnRepo = class _OwnRepo {
-  constructor(gitDir, objects, options = {}) {
-    this.gitDir = gitDir;
-    this.objects = objects;
-    this.git = new Git(dirname7(gitDir), options);
-  }
-  gitDir;
-  objects;
-  git;
-  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
-  with(options) {
-    return new _OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
-  }
-  /** The signal its commands stop with, if any. */
-  get signal() {
-    return this.git.options.signal;
-  }
-  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
-  static async open(gitDir, objects) {
-    const own3 = new _OwnRepo(gitDir, objects);
-    const head = await readdir8(gitDir).catch(() => []);
-    if (!head.includes("HEAD")) {
-      await mkdir9(dirname7(gitDir), { recursive: true });
-      await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
-    }
-    return own3;
-  }
-  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
-  async asIs() {
-    await mkdir9(join13(this.gitDir, "info"), { recursive: true });
-    await writeFile7(join13(this.gitDir, "info", "attributes"), AS_IS2);
-  }
-  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
-  exec(args, o = {}) {
-    return this.git.exec(args, {
-      ...o.input !== void 0 ? { input: o.input } : {},
-      ...o.check !== void 0 ? { check: o.check } : {},
-      env: {
-        GIT_DIR: this.gitDir,
-        GIT_OBJECT_DIRECTORY: this.objects,
-        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
-        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
-      }
-    });
-  }
-  async out(args, o = {}) {
-    return (await this.exec(args, o)).stdout.trim();
-  }
-};
-async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.objects) {
-  await mkdir9(dir, { recursive: true });
-  await emptyFolder(dir);
-  await rm7(index, { force: true });
-  await mkdir9(dirname7(index), { recursive: true });
-  await own3.asIs();
-  await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
-  if (!branch) return;
-  const dotGit = join13(dir, ".git");
-  await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join13(dotGit, "objects", "info", "alternates"), `${borrowed}
-`);
-  await mkdir9(join13(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile7(join13(dotGit, "refs", "heads", branch), `${commit}
-`);
-  await writeFile7(join13(dotGit, "HEAD"), `ref: refs/heads/${branch}
-`);
-  await appendFile(join13(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join13(dotGit, "index"));
-}
-async function copyIndex(from, to) {
-  await copyFile(from, to);
-  const s = await stat2(from);
-  await utimes(to, s.atime, s.mtime);
-}
-var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
-var ignoreFileOf = (index) => `${index}.exclude`;
-async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
-  await own3.asIs();
-  const { cleaned } = await sweepTree(workspace, own3.signal);
-  await copyIndex(checkoutIndex, index);
-  const ignoreFile = ignoreFileOf(index);
-  await writeFile7(ignoreFile, `${excludes ? await readFile5(excludes, "utf8") : ""}${RUNTIME_CACHES}`);
-  const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
-  await refuseOversized(own3, workspace, index, ignore);
-  const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
-  let added = await add();
-  if (added.exitCode !== 0) {
-    await runProcess("chmod", ["-R", "u+rwX", workspace], {
-      cwd: workspace,
-      ...own3.signal ? { signal: own3.signal } : {}
-    });
-    added = await add();
-    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
-  }
-  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
-  let protectedChanged = [];
-  if (specs.length > 0) {
-    const diff = await own3.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
-      workTree: workspace,
-      index
-    });
-    protectedChanged = diff === "" ? [] : diff.split("\n");
-    if (protectedChanged.length > 0) {
-      await own3.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
-    }
-  }
-  const tree = await own3.out(["write-tree"], { index });
-  await refuseLongListing(own3, tree);
-  return { tree, protectedChanged, index, cleaned };
-}
-async function ignoredFiles(own3, workspace, index, max = 5) {
-  const ignore = ["-c", `core.excludesFile=${ignoreFileOf(index)}`];
-  const status = await own3.exec([...ignore, "status", "--porcelain", "-z", "--ignored"], {
-    workTree: workspace,
-    index,
-    check: false
-  });
-  const ignored = status.stdout.split("\0").flatMap((x) => x.startsWith("!! ") ? [x.slice(3)] : []);
-  if (status.exitCode !== 0 || ignored.length === 0) return [];
-  const empty = `${index}.empty`;
-  await mkdir9(empty, { recursive: true });
-  const ours = await own3.exec([...ignore, "check-ignore", "--no-index", "-z", "--stdin"], {
-    workTree: empty,
-    input: ignored.join("\0"),
-    check: false
-  });
-  const forkflush = new Set(ours.stdout.split("\0"));
-  return ignored.filter((p) => !forkflush.has(p)).slice(0, max);
-}
-async function refuseLongListing(own3, tree) {
-  const listed = await own3.exec(["ls-tree", "-r", "-z", "--name-only", tree]).then((r) => r.stdout.length).catch((e) => {
-    if (e instanceof GitOutputTooLongError) return Number.POSITIVE_INFINITY;
-    throw e;
-  });
-  if (listed > RECORDED_TREE_LISTING_MAX_BYTES)
-    throw new Error(
-      `the workspace's paths, listed, pass ${megabytes(RECORDED_TREE_LISTING_MAX_BYTES)} (fewer files, or shorter names); keep generated files out with .gitignore`
-    );
-}
-async function refuseOversized(own3, workspace, index, ignore) {
-  const listed = await own3.out(
-    [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
-    {
-      workTree: workspace,
-      index
-    }
-  );
-  let total = 0;
-  let files = 0;
-  for (const line of listed.split("\n").filter(Boolean)) {
-    const name2 = unquoteGitPath(line);
-    const s = await lstat4(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch((e) => {
-      if (e.code === "ENOENT" || e.code === "ENOTDIR") return null;
-      throw new Error(`${JSON.stringify(name2.toString("utf8").slice(0, 80))}... cannot be examined (${e.code})`);
-    });
-    if (!s) continue;
-    if (++files > RECORDED_CHANGES_MAX_FILES)
-      throw new Error(
-        `more than ${RECORDED_CHANGES_MAX_FILES.toLocaleString("en-US")} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`
-      );
-    if (!s.isFile()) continue;
-    const shown = JSON.stringify(name2.toString("utf8"));
-    if (s.size > RECORDED_FILE_MAX_BYTES)
-      throw new Error(
-        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(RECORDED_FILE_MAX_BYTES)}, GitHub's own limit); keep it out with .gitignore`
-      );
-    total += s.size;
-    if (total > RECORDED_CHANGES_MAX_BYTES)
-      throw new Error(
-        `the files added or changed pass ${megabytes(RECORDED_CHANGES_MAX_BYTES)}; keep large outputs out with .gitignore`
-      );
-  }
-}
-var megabytes = (n) => `${Number((n / (1024 * 1024)).toFixed(1)).toLocaleString("en-US")} MB`;
-function unquoteGitPath(line) {
-  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
-  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
-  const bytes = [];
-  for (let i = 1; i < line.length - 1; i++) {
-    const c = line[i];
-    if (c !== "\\") {
-      bytes.push(...Buffer.from(c));
-      continue;
-    }
-    const next = line[i + 1];
-    if (/[0-7]/.test(next)) {
-      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
-      i += 3;
-    } else {
-      bytes.push(simple[next] ?? next.charCodeAt(0));
-      i += 1;
-    }
-  }
-  return Buffer.from(bytes);
-}
-async function baseSnapshot(own3, index, base) {
-  await rm7(index, { force: true });
-  await own3.exec(["read-tree", base], { index });
-  return {
-    tree: await own3.out(["write-tree"], { index }),
-    protectedChanged: [],
-    index,
-    cleaned: { ...NOTHING_CLEANED }
-  };
-}
-async function indexedText(own3, index, path, maxBytes) {
-  const entry = await own3.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
-  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
-  if (!m) return "";
-  const size = Number(await own3.out(["cat-file", "-s", m[2]]));
-  if (size > maxBytes) return "";
-  return (await own3.exec(["cat-file", "blob", m[2]])).stdout;
-}
-async function writeIndexed(own3, index, path, text) {
-  const blob = await own3.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
-  await own3.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
-  return own3.out(["write-tree"], { index });
-}
-async function commitTree(own3, tree, parent, message) {
-  return own3.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
-}
-async function diffStat(own3, index, base) {
-  return own3.out(["diff", "--cached", "--shortstat", base], { index });
-}
-async function restoreTracked(own3, dir, index) {
-  await own3.asIs();
-  await own3.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
-  const changed = (await own3.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
-  if (changed.length > 0) {
-    await own3.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
-      workTree: dir,
-      index,
-      input: `${changed.join("\0")}\0`
-    });
-  }
-  return changed;
-}
-async function untrackedPaths(own3, dir, index, o = {}) {
-  const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
-  const listed = await own3.exec(args, { workTree: dir, index });
-  return listed.stdout.split("\0").filter(Boolean);
-}
-async function rewriteFiles(own3, dir, index, files) {
-  if (files.length === 0) return;
-  for (const f2 of files) await rm7(join13(dir, f2), { recursive: true, force: true });
-  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
-}
-function excludePatterns(paths) {
-  const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
-  return lines2.length > 0 ? `${lines2.join("\n")}
-` : "";
-}
-async function writeTracked(own3, dir, index, path, text) {
-  const parts = path.split("/");
-  for (let i = 1; i < parts.length; i++) {
-    const s2 = await lstat4(join13(dir, ...parts.slice(0, i))).catch(() => null);
-    if (s2 && !s2.isDirectory()) return null;
-  }
-  const s = await lstat4(join13(dir, path)).catch(() => null);
-  if (s && !s.isFile()) return null;
-  const tree = await writeIndexed(own3, index, path, text);
-  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
-  return tree;
-}
-
 // src/worker/episode-agent.ts
-import { appendFile as appendFile2, mkdir as mkdir10, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join18 } from "node:path";
+import { appendFile, mkdir as mkdir9, writeFile as writeFile9 } from "node:fs/promises";
+import { join as join17 } from "node:path";
 
 // src/worker/agent-tries.ts
-import { rm as rm8 } from "node:fs/promises";
+import { rm as rm7 } from "node:fs/promises";
 async function runTries(input2) {
   const clock = input2.clock ?? (() => performance.now());
   const sleep = input2.sleep ?? abortableSleep;
@@ -36645,7 +36375,7 @@ async function runTries(input2) {
 `
     );
     await sleep(plan2.waitMs, first.signal);
-    await rm8(first.usageFile, { force: true });
+    await rm7(first.usageFile, { force: true });
     session = { ...first, allowance: left, deadlineMs: leftMs };
     if (input2.interrupt.aborted) {
       tries.push({ seconds: 0, reportedSpend: null, exit: "crash", interrupted: true });
@@ -36744,11 +36474,11 @@ function abortableSleep(ms, signal) {
 
 // src/worker/egress.ts
 import { randomBytes } from "node:crypto";
-import { chmod as chmod2, lstat as lstat5, mkdtemp, readdir as readdir9, rm as rm10 } from "node:fs/promises";
+import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm9 } from "node:fs/promises";
 
 // src/io/egress-forwarder.ts
-import { chmod, writeFile as writeFile8 } from "node:fs/promises";
-import { join as join14 } from "node:path";
+import { chmod, writeFile as writeFile7 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
 'use strict';
 const net = require('node:net');
@@ -36793,8 +36523,8 @@ function run() {
 }
 `;
 async function writeForwarder(dir) {
-  const script = join14(dir, "forwarder.cjs");
-  await writeFile8(script, SOURCE);
+  const script = join13(dir, "forwarder.cjs");
+  await writeFile7(script, SOURCE);
   await chmod(script, 420);
   return script;
 }
@@ -36805,7 +36535,7 @@ function forwarded(script, ports, file2, args) {
 
 // src/io/egress-proxy.ts
 import { lookup as lookup2 } from "node:dns/promises";
-import { rm as rm9 } from "node:fs/promises";
+import { rm as rm8 } from "node:fs/promises";
 import {
   createServer,
   Agent as HttpAgent,
@@ -36813,7 +36543,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
-import { join as join15 } from "node:path";
+import { join as join14 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-mask.ts
@@ -37045,7 +36775,7 @@ async function startEgressProxy(o) {
     for (const server of Object.values(servers)) server.close();
     for (const s of out.sockets) s.destroy();
     for (const a of agents) a.destroy();
-    if (o.socketDir) await rm9(o.socketDir, { recursive: true, force: true });
+    if (o.socketDir) await rm8(o.socketDir, { recursive: true, force: true });
   };
   const listeners = {};
   try {
@@ -37054,7 +36784,7 @@ async function startEgressProxy(o) {
       server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
       server.on("connection", (s) => out.track(s));
       server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join15(o.socketDir, `${name2}.sock`) : null);
+      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
     }
   } catch (e) {
     await close();
@@ -37351,7 +37081,7 @@ async function startEgress(o) {
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env
   }).catch(async (e) => {
-    if (socketDir) await rm10(socketDir, { recursive: true, force: true });
+    if (socketDir) await rm9(socketDir, { recursive: true, force: true });
     throw e;
   });
   try {
@@ -37364,13 +37094,13 @@ async function startEgress(o) {
 var SOCKET_PREFIX = "ff-net-";
 var SOCKET_FOLDER = /^ff-net-(\d+)-/;
 async function socketFolder() {
-  const names = await readdir9("/tmp").catch(() => []);
+  const names = await readdir8("/tmp").catch(() => []);
   for (const name2 of names) {
     const pid = Number(SOCKET_FOLDER.exec(name2)?.[1] ?? 0);
     if (!(pid > 0) || pid === process.pid || isAlive(pid)) continue;
-    const found = await lstat5(`/tmp/${name2}`).catch(() => null);
+    const found = await lstat4(`/tmp/${name2}`).catch(() => null);
     if (found?.isDirectory() && found.uid === process.getuid?.()) {
-      await rm10(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
+      await rm9(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
       });
     }
   }
@@ -37502,9 +37232,9 @@ function withoutCredentials(value) {
 
 // src/worker/grade-service.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
-import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
+import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm10, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer as createServer2 } from "node:http";
-import { join as join16 } from "node:path";
+import { join as join15 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
@@ -37713,7 +37443,7 @@ async function startGradeService(args) {
         grading.server.close(() => resolve8());
       });
       await grading.queue();
-      await rm11(socketDir, { recursive: true, force: true });
+      await rm10(socketDir, { recursive: true, force: true });
     }
   };
 }
@@ -37763,7 +37493,7 @@ ${withoutJudgeOnly(args.config)}` : "";
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
-  const socket = join16(socketDir, "grade.sock");
+  const socket = join15(socketDir, "grade.sock");
   await new Promise((resolve8, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve8);
@@ -37772,9 +37502,9 @@ async function listenInTmp(server) {
   return { socketDir, socket };
 }
 async function writeClient(box, socket, secret) {
-  const client = join16(box, "grade-client.mjs");
-  const command2 = join16(box, "grade");
-  await writeFile9(
+  const client = join15(box, "grade-client.mjs");
+  const command2 = join15(box, "grade");
+  await writeFile8(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
@@ -37795,7 +37525,7 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile9(
+  await writeFile8(
     command2,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
@@ -37815,15 +37545,15 @@ function withoutJudgeOnly(config2) {
 }
 
 // src/worker/hidden-paths.ts
-import { stat as stat4 } from "node:fs/promises";
-import { dirname as dirname8, isAbsolute as isAbsolute4, relative as relative2, resolve as resolve3 } from "node:path";
+import { stat as stat3 } from "node:fs/promises";
+import { dirname as dirname7, isAbsolute as isAbsolute4, relative as relative2, resolve as resolve3 } from "node:path";
 
 // src/io/executables.ts
 import { constants as constants2 } from "node:fs";
-import { access, stat as stat3 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join17 } from "node:path";
+import { access, stat as stat2 } from "node:fs/promises";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join16 } from "node:path";
 async function isExecutable(file2) {
-  const s = await stat3(file2).catch(() => null);
+  const s = await stat2(file2).catch(() => null);
   if (!s?.isFile()) return false;
   return access(file2, constants2.X_OK).then(
     () => true,
@@ -37835,7 +37565,7 @@ async function findExecutable(name2, path) {
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
     if (!isAbsolute3(dir)) continue;
-    const file2 = join17(dir, name2);
+    const file2 = join16(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
   return null;
@@ -37846,8 +37576,8 @@ async function hiddenPathFailure(missing, text, c) {
   for (const name2 of missing) {
     const outside = await whereOutside(name2, c);
     if (!outside) continue;
-    const isFolder = (await stat4(outside).catch(() => null))?.isDirectory() === true;
-    const folder = isFolder ? outside : dirname8(outside);
+    const isFolder = (await stat3(outside).catch(() => null))?.isDirectory() === true;
+    const folder = isFolder ? outside : dirname7(outside);
     const line = text.split("\n").find((l) => l.includes(name2)) ?? `${name2}: not found`;
     const repo = c.repositories.find((r) => isInside(outside, r));
     return {
@@ -37860,7 +37590,7 @@ async function hiddenPathFailure(missing, text, c) {
 }
 async function whereOutside(name2, c) {
   let found = null;
-  if (isAbsolute4(name2)) found = await stat4(name2).catch(() => null) ? resolve3(name2) : null;
+  if (isAbsolute4(name2)) found = await stat3(name2).catch(() => null) ? resolve3(name2) : null;
   else if (!name2.includes("/")) found = await findExecutable(name2, c.path);
   if (!found || isInside(found, c.workspace)) return null;
   return found;
@@ -37872,10 +37602,10 @@ async function prepareBox(job) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join18(box, "home"), join18(box, "tmp"), job.scratchDir]) await mkdir10(dir, { recursive: true });
-  const promptFile = join18(box, "prompt.md");
-  await writeFile10(promptFile, job.prompt);
-  const home = { HOME: join18(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join18(box, "tmp") };
+  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir9(dir, { recursive: true });
+  const promptFile = join17(box, "prompt.md");
+  await writeFile9(promptFile, job.prompt);
+  const home = { HOME: join17(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join17(box, "tmp") };
   return {
     box,
     promptFile,
@@ -37908,7 +37638,7 @@ async function startServices(job, b, stopForBudget) {
       confine: {
         sandbox,
         confinement: {
-          ...graderConfinement(places.workspace, join18(b.box, "tmp"), places, config2, b.source, [places.context]),
+          ...graderConfinement(places.workspace, join17(b.box, "tmp"), places, config2, b.source, [places.context]),
           // No network, whatever grader.network says: the agent's own goes through its proxy only.
           network: false,
           account
@@ -37964,7 +37694,7 @@ async function runAgentStep(job, b) {
         prompt: job.prompt,
         promptFile: b.promptFile,
         contextDir: places.context,
-        usageFile: join18(b.box, "usage.json"),
+        usageFile: join17(b.box, "usage.json"),
         logFile: agentLog,
         gradeCommand: grading.command,
         allowance: episode2.allowance,
@@ -37990,7 +37720,7 @@ async function runAgentStep(job, b) {
           repositories: places.private
         })
       } : {},
-      mark: (line) => appendFile2(agentLog, line),
+      mark: (line) => appendFile(agentLog, line),
       ...job.sleep ? { sleep: job.sleep } : {}
     });
   } finally {
@@ -38001,8 +37731,147 @@ async function runAgentStep(job, b) {
 }
 
 // src/worker/episode-result.ts
-import { lstat as lstat6 } from "node:fs/promises";
+import { lstat as lstat7 } from "node:fs/promises";
 import { join as join19 } from "node:path";
+
+// src/worker/cleanroom.ts
+import { appendFile as appendFile2, copyFile, lstat as lstat5, mkdir as mkdir10, readdir as readdir9, rm as rm11, stat as stat4, utimes, writeFile as writeFile10 } from "node:fs/promises";
+import { dirname as dirname8, join as join18 } from "node:path";
+var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
+var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
+var OwnRepo = class _OwnRepo {
+  constructor(gitDir, objects, options = {}) {
+    this.gitDir = gitDir;
+    this.objects = objects;
+    this.git = new Git(dirname8(gitDir), options);
+  }
+  gitDir;
+  objects;
+  git;
+  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
+  with(options) {
+    return new _OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
+  }
+  /** The signal its commands stop with, if any. */
+  get signal() {
+    return this.git.options.signal;
+  }
+  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
+  static async open(gitDir, objects) {
+    const own3 = new _OwnRepo(gitDir, objects);
+    const head = await readdir9(gitDir).catch(() => []);
+    if (!head.includes("HEAD")) {
+      await mkdir10(dirname8(gitDir), { recursive: true });
+      await new Git(dirname8(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
+    }
+    return own3;
+  }
+  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
+  async asIs() {
+    await mkdir10(join18(this.gitDir, "info"), { recursive: true });
+    await writeFile10(join18(this.gitDir, "info", "attributes"), AS_IS2);
+  }
+  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
+  exec(args, o = {}) {
+    return this.git.exec(args, {
+      ...o.input !== void 0 ? { input: o.input } : {},
+      ...o.check !== void 0 ? { check: o.check } : {},
+      env: {
+        GIT_DIR: this.gitDir,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
+        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
+      }
+    });
+  }
+  async out(args, o = {}) {
+    return (await this.exec(args, o)).stdout.trim();
+  }
+};
+async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.objects) {
+  await mkdir10(dir, { recursive: true });
+  await emptyFolder(dir);
+  await rm11(index, { force: true });
+  await mkdir10(dirname8(index), { recursive: true });
+  await own3.asIs();
+  await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  if (!branch) return;
+  const dotGit = join18(dir, ".git");
+  await new Git(dir).exec(["init", "--quiet", "--template="]);
+  await writeFile10(join18(dotGit, "objects", "info", "alternates"), `${borrowed}
+`);
+  await mkdir10(join18(dotGit, "refs", "heads", dirname8(branch)), { recursive: true });
+  await writeFile10(join18(dotGit, "refs", "heads", branch), `${commit}
+`);
+  await writeFile10(join18(dotGit, "HEAD"), `ref: refs/heads/${branch}
+`);
+  await appendFile2(join18(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join18(dotGit, "index"));
+}
+async function copyIndex(from, to) {
+  await copyFile(from, to);
+  const s = await stat4(from);
+  await utimes(to, s.atime, s.mtime);
+}
+async function indexedText(own3, index, path, maxBytes) {
+  const entry = await own3.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
+  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
+  if (!m) return "";
+  const size = Number(await own3.out(["cat-file", "-s", m[2]]));
+  if (size > maxBytes) return "";
+  return (await own3.exec(["cat-file", "blob", m[2]])).stdout;
+}
+async function writeIndexed(own3, index, path, text) {
+  const blob = await own3.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
+  await own3.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
+  return own3.out(["write-tree"], { index });
+}
+async function commitTree(own3, tree, parent, message) {
+  return own3.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+}
+async function diffStat(own3, index, base) {
+  return own3.out(["diff", "--cached", "--shortstat", base], { index });
+}
+async function restoreTracked(own3, dir, index) {
+  await own3.asIs();
+  await own3.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
+  const changed = (await own3.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
+  if (changed.length > 0) {
+    await own3.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
+      workTree: dir,
+      index,
+      input: `${changed.join("\0")}\0`
+    });
+  }
+  return changed;
+}
+async function untrackedPaths(own3, dir, index, o = {}) {
+  const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
+  const listed = await own3.exec(args, { workTree: dir, index });
+  return listed.stdout.split("\0").filter(Boolean);
+}
+async function rewriteFiles(own3, dir, index, files) {
+  if (files.length === 0) return;
+  for (const f2 of files) await rm11(join18(dir, f2), { recursive: true, force: true });
+  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
+}
+function excludePatterns(paths) {
+  const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
+  return lines2.length > 0 ? `${lines2.join("\n")}
+` : "";
+}
+async function writeTracked(own3, dir, index, path, text) {
+  const parts = path.split("/");
+  for (let i = 1; i < parts.length; i++) {
+    const s2 = await lstat5(join18(dir, ...parts.slice(0, i))).catch(() => null);
+    if (s2 && !s2.isDirectory()) return null;
+  }
+  const s = await lstat5(join18(dir, path)).catch(() => null);
+  if (s && !s.isFile()) return null;
+  const tree = await writeIndexed(own3, index, path, text);
+  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
+  return tree;
+}
 
 // src/worker/seal.ts
 import { createHmac, randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
@@ -38030,6 +37899,148 @@ ${parent}
 ${text}`).digest("hex");
 }
 
+// src/worker/snapshot.ts
+import { lstat as lstat6, mkdir as mkdir11, readFile as readFile5, rm as rm12, writeFile as writeFile11 } from "node:fs/promises";
+var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
+var ignoreFileOf = (index) => `${index}.exclude`;
+async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
+  await own3.asIs();
+  const { cleaned } = await sweepTree(workspace, own3.signal);
+  await copyIndex(checkoutIndex, index);
+  const ignoreFile = ignoreFileOf(index);
+  await writeFile11(ignoreFile, `${excludes ? await readFile5(excludes, "utf8") : ""}${RUNTIME_CACHES}`);
+  const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
+  await refuseOversized(own3, workspace, index, ignore);
+  const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
+  let added = await add();
+  if (added.exitCode !== 0) {
+    await runProcess("chmod", ["-R", "u+rwX", workspace], {
+      cwd: workspace,
+      ...own3.signal ? { signal: own3.signal } : {}
+    });
+    added = await add();
+    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
+  }
+  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
+  let protectedChanged = [];
+  if (specs.length > 0) {
+    const diff = await own3.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
+      workTree: workspace,
+      index
+    });
+    protectedChanged = diff === "" ? [] : diff.split("\n");
+    if (protectedChanged.length > 0) {
+      await own3.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
+    }
+  }
+  const tree = await own3.out(["write-tree"], { index });
+  await refuseLongListing(own3, tree);
+  return { tree, protectedChanged, index, cleaned };
+}
+async function ignoredFiles(own3, workspace, index, max = 5) {
+  const ignore = ["-c", `core.excludesFile=${ignoreFileOf(index)}`];
+  const status = await own3.exec([...ignore, "status", "--porcelain", "-z", "--ignored"], {
+    workTree: workspace,
+    index,
+    check: false
+  });
+  const ignored = status.stdout.split("\0").flatMap((x) => x.startsWith("!! ") ? [x.slice(3)] : []);
+  if (status.exitCode !== 0 || ignored.length === 0) return [];
+  const empty = `${index}.empty`;
+  await mkdir11(empty, { recursive: true });
+  const ours = await own3.exec([...ignore, "check-ignore", "--no-index", "-z", "--stdin"], {
+    workTree: empty,
+    input: ignored.join("\0"),
+    check: false
+  });
+  const forkflush = new Set(ours.stdout.split("\0"));
+  return ignored.filter((p) => !forkflush.has(p)).slice(0, max);
+}
+async function refuseLongListing(own3, tree) {
+  const listed = await own3.exec(["ls-tree", "-r", "-z", "--name-only", tree]).then((r) => r.stdout.length).catch((e) => {
+    if (e instanceof GitOutputTooLongError) return Number.POSITIVE_INFINITY;
+    throw e;
+  });
+  if (listed > RECORDED_TREE_LISTING_MAX_BYTES)
+    throw new Error(
+      `the workspace's paths, listed, pass ${megabytes(RECORDED_TREE_LISTING_MAX_BYTES)} (fewer files, or shorter names); keep generated files out with .gitignore`
+    );
+}
+async function unrecordable(own3, dir, index) {
+  const ignoreFile = ignoreFileOf(index);
+  await writeFile11(ignoreFile, RUNTIME_CACHES);
+  return refuseOversized(own3, dir, index, ["-c", `core.excludesFile=${ignoreFile}`]).then(
+    () => null,
+    (e) => e.message
+  );
+}
+async function refuseOversized(own3, workspace, index, ignore) {
+  const listed = await own3.out(
+    [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
+    {
+      workTree: workspace,
+      index
+    }
+  );
+  let total = 0;
+  let files = 0;
+  for (const line of listed.split("\n").filter(Boolean)) {
+    const name2 = unquoteGitPath(line);
+    const s = await lstat6(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch((e) => {
+      if (e.code === "ENOENT" || e.code === "ENOTDIR") return null;
+      throw new Error(`${JSON.stringify(name2.toString("utf8").slice(0, 80))}... cannot be examined (${e.code})`);
+    });
+    if (!s) continue;
+    if (++files > RECORDED_CHANGES_MAX_FILES)
+      throw new Error(
+        `more than ${RECORDED_CHANGES_MAX_FILES.toLocaleString("en-US")} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`
+      );
+    if (!s.isFile()) continue;
+    const shown = JSON.stringify(name2.toString("utf8"));
+    if (s.size > RECORDED_FILE_MAX_BYTES)
+      throw new Error(
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(RECORDED_FILE_MAX_BYTES)}, GitHub's own limit); keep it out with .gitignore`
+      );
+    total += s.size;
+    if (total > RECORDED_CHANGES_MAX_BYTES)
+      throw new Error(
+        `the files added or changed pass ${megabytes(RECORDED_CHANGES_MAX_BYTES)}; keep large outputs out with .gitignore`
+      );
+  }
+}
+var megabytes = (n) => `${Number((n / (1024 * 1024)).toFixed(1)).toLocaleString("en-US")} MB`;
+function unquoteGitPath(line) {
+  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
+  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+  const bytes = [];
+  for (let i = 1; i < line.length - 1; i++) {
+    const c = line[i];
+    if (c !== "\\") {
+      bytes.push(...Buffer.from(c));
+      continue;
+    }
+    const next = line[i + 1];
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes);
+}
+async function baseSnapshot(own3, index, base) {
+  await rm12(index, { force: true });
+  await own3.exec(["read-tree", base], { index });
+  return {
+    tree: await own3.out(["write-tree"], { index }),
+    protectedChanged: [],
+    index,
+    cleaned: { ...NOTHING_CLEANED }
+  };
+}
+
 // src/worker/episode-result.ts
 async function addLosersSection(job) {
   const { config: config2, episode: episode2 } = job;
@@ -38039,7 +38050,7 @@ async function addLosersSection(job) {
   if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
     return { tree: await baseTree(), note: why("it is a protected path") };
   const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const size = (await lstat6(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  const size = (await lstat7(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
   if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
   const text = withSection(journal, job.journalSection);
   if (text === journal) return { tree: await baseTree() };
@@ -38104,18 +38115,18 @@ function seconds3(s) {
 }
 
 // src/worker/judge.ts
-import { lstat as lstat7, mkdir as mkdir12 } from "node:fs/promises";
+import { lstat as lstat8, mkdir as mkdir13 } from "node:fs/promises";
 import { join as join21 } from "node:path";
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile3, cp, mkdir as mkdir11, readdir as readdir10, readFile as readFile6, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
+import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile6, rename as rename5, rm as rm13, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir11(join20(o.tmp, "home"), { recursive: true });
+  await mkdir12(join20(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
@@ -38169,7 +38180,7 @@ async function prepareWorkspace(o) {
   const excludes = join20(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile11(excludes, patterns);
+    await writeFile12(excludes, patterns);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
     await appendFile3(logFile, `(setup ${how}: ${made})
 `);
@@ -38185,7 +38196,7 @@ async function prepareWorkspace(o) {
       confine: o.confine,
       signal: o.signal
     });
-    await writeFile11(logFile, run2.log);
+    await writeFile12(logFile, run2.log);
     if (o.removed) addCleaned(o.removed, run2.cleaned);
     if (run2.failure) return { failure: run2.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
@@ -38196,7 +38207,7 @@ async function prepareWorkspace(o) {
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
-  await rm12(logFile, { force: true });
+  await rm13(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
   const key2 = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt2 = 0; attempt2 < 2; attempt2++) {
@@ -38252,7 +38263,7 @@ var SetupCache = class {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir11(dirname9(join20(workspace, path)), { recursive: true });
+        await mkdir12(dirname9(join20(workspace, path)), { recursive: true });
         copied.push(join20(workspace, path));
         await cp(join20(entry, "files", path), join20(workspace, path), COPY);
       }
@@ -38298,11 +38309,11 @@ var SetupCache = class {
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir11(dirname9(join20(tmp, "files", path)), { recursive: true });
+        await mkdir12(dirname9(join20(tmp, "files", path)), { recursive: true });
         await cp(join20(workspace, path), join20(tmp, "files", path), COPY);
       }
-      await writeFile11(join20(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
-      await rm12(entry, { recursive: true, force: true });
+      await writeFile12(join20(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await rm13(entry, { recursive: true, force: true });
       await rename5(tmp, entry);
     } finally {
       await removeTree(tmp);
@@ -38365,7 +38376,7 @@ async function judgeBench(job, tree) {
     throw e;
   });
   await removeTree(tmp);
-  await mkdir12(join21(tmp, "home"), { recursive: true });
+  await mkdir13(join21(tmp, "home"), { recursive: true });
   const agentPlaces = [
     places.workspace,
     places.context,
@@ -38456,7 +38467,7 @@ async function writtenUnderProtected(b, swept) {
 async function folderStamps(dir, folders) {
   const stamps = /* @__PURE__ */ new Map();
   for (const f2 of folders) {
-    const s = await lstat7(join21(dir, f2), { bigint: true }).catch(() => null);
+    const s = await lstat8(join21(dir, f2), { bigint: true }).catch(() => null);
     stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
   }
   return stamps;
@@ -38682,7 +38693,7 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
   const hide2 = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
 ${g.stdout}${g.stderr}`;
-  await writeFile12(episodeLogs(job.scratchDir).grader, hide2(`${g.setupLog ?? ""}${graded}`));
+  await writeFile13(episodeLogs(job.scratchDir).grader, hide2(`${g.setupLog ?? ""}${graded}`));
   return {
     score: g.score,
     reason: g.reason === void 0 ? g.reason : hide2(g.reason),
@@ -39047,37 +39058,37 @@ import {
   appendFile as appendFile4,
   chmod as chmod5,
   cp as cp4,
-  lstat as lstat9,
-  mkdir as mkdir18,
+  lstat as lstat10,
+  mkdir as mkdir19,
   mkdtemp as mkdtemp4,
   readdir as readdir14,
   readFile as readFile12,
   realpath as realpath7,
-  rm as rm17,
+  rm as rm18,
   stat as stat11,
-  writeFile as writeFile15
+  writeFile as writeFile16
 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir14, readFile as readFile8, realpath as realpath5, stat as stat6 } from "node:fs/promises";
+import { cp as cp2, mkdir as mkdir15, readFile as readFile8, realpath as realpath5, stat as stat6 } from "node:fs/promises";
 import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir13, readdir as readdir11, readFile as readFile7, rename as rename6, rm as rm13, writeFile as writeFile13 } from "node:fs/promises";
+import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile7, rename as rename6, rm as rm14, writeFile as writeFile14 } from "node:fs/promises";
 import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
   if (await readdir11(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
-    await rm13(partial2, { recursive: true, force: true });
+    await rm14(partial2, { recursive: true, force: true });
     await fill(partial2);
     await rename6(partial2, dir);
     return { dir };
   } catch (e) {
-    await rm13(partial2, { recursive: true, force: true }).catch(() => {
+    await rm14(partial2, { recursive: true, force: true }).catch(() => {
     });
     const why = e.code ?? e.message.split("\n")[0];
     return {
@@ -39088,10 +39099,10 @@ async function roundObjects(root, round2, fill) {
 var linkObjects = (objects) => (dir) => linkTree(objects, dir, objects);
 async function dropRoundObjects(root, round2) {
   for (const dir of [join23(root, `round-${round2}`), join23(root, `round-${round2}.partial`)])
-    await rm13(dir, { recursive: true, force: true });
+    await rm14(dir, { recursive: true, force: true });
 }
 async function linkTree(from, to, objects) {
-  await mkdir13(to, { recursive: true });
+  await mkdir14(to, { recursive: true });
   const entries = await readdir11(from, { withFileTypes: true }).catch((e) => {
     if (e.code === "ENOENT") return [];
     throw e;
@@ -39104,7 +39115,7 @@ async function linkTree(from, to, objects) {
       if (src === join23(objects, "info", "alternates")) {
         const lines2 = (await readFile7(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
-        return writeFile13(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
+        return writeFile14(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
       }
       if (!e.isFile()) return;
       await link(src, dst).catch((err) => {
@@ -39204,7 +39215,7 @@ var LocalForge = class {
       }
       await cleanAgentFolder(context, CONTEXT_LIMITS);
     }
-    await mkdir14(context, { recursive: true });
+    await mkdir15(context, { recursive: true });
     const places = {
       workspace,
       context,
@@ -39224,7 +39235,7 @@ var LocalForge = class {
       const begun = episodes.some((e) => e.result || e.interruptedSpent !== void 0 || e.unfinishedStarts);
       const bases = [...new Set(episodes.map((e) => e.base))];
       const packBases = async (dir) => {
-        await mkdir14(join24(dir, "pack"), { recursive: true });
+        await mkdir15(join24(dir, "pack"), { recursive: true });
         await own3.exec(["pack-objects", "--revs", "--quiet", join24(dir, "pack", "pack")], {
           input: `${bases.join("\n")}
 `
@@ -39337,12 +39348,14 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own3, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own3, commit, dir, join24(this.store.scratch(name2), "checkout.index"));
+    const index = join24(this.store.scratch(name2), "checkout.index");
+    await checkoutInto(own3, commit, dir, index);
     try {
-      return await fn(dir, {
+      const places = {
         objects: [own3.objects, ...alternates],
         private: [this.repo, commonDir, dirname10(this.store.dir)]
-      });
+      };
+      return await fn(dir, places, () => unrecordable(own3, dir, index));
     } finally {
       await removeTree(dir);
       await removeTree(this.store.scratch(name2));
@@ -39357,7 +39370,7 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat8, mkdir as mkdir16, rm as rm15 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm16 } from "node:fs/promises";
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
@@ -39404,7 +39417,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, link as link2, mkdir as mkdir15, open as open3, readdir as readdir13, readFile as readFile10, rename as rename7, rm as rm14, unlink as unlink2, writeFile as writeFile14 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile10, rename as rename7, rm as rm15, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39446,12 +39459,12 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode2);
   }
   async init(info) {
-    await mkdir15(this.dir, { recursive: true, mode: 448 });
+    await mkdir16(this.dir, { recursive: true, mode: 448 });
     await chmod4(this.dir, 448);
     const keyFile = this.path(SEAL_KEY);
     await writeDurably(keyFile, newSealKey(), { mode: 384, flag: "wx" }).catch(async (e) => {
       if (e.code === "EEXIST") return;
-      await rm14(keyFile, { force: true });
+      await rm15(keyFile, { force: true });
       throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
@@ -39498,7 +39511,7 @@ var RunStore = class _RunStore {
       return once(async () => this.release(file2));
     }
     const mine = `${file2}.${process.pid}`;
-    await writeFile14(mine, `${process.pid} ${startTime(process.pid) ?? ""}`.trim());
+    await writeFile15(mine, `${process.pid} ${startTime(process.pid) ?? ""}`.trim());
     try {
       for (let attempt2 = 0; attempt2 < 50; attempt2++) {
         if (await linked(mine, file2)) {
@@ -39589,7 +39602,7 @@ async function writeAtomic(file2, content) {
     await writeDurably(tmp, content, { flag: "w" });
     await rename7(tmp, file2);
   } catch (e) {
-    await rm14(tmp, { force: true });
+    await rm15(tmp, { force: true });
     throw e;
   }
 }
@@ -39605,11 +39618,15 @@ async function writeDurably(file2, content, how) {
 
 // src/local/initial-grade.ts
 async function gradeBase(config2, b) {
-  const baseGrade = await b.forge.withCheckout(
-    b.base,
-    "base",
-    (dir, places) => gradeInitial(config2, dir, places, b.isolation, b.store.path("episodes", "base"), b.env)
-  );
+  const baseGrade = await b.forge.withCheckout(b.base, "base", async (dir, places, unrecorded) => {
+    const grade = await gradeInitial(config2, dir, places, b.isolation, b.store.path("episodes", "base"), b.env);
+    const left = config2.setup.commands.length === 0 ? await unrecorded() : null;
+    if (left)
+      throw new UserError(
+        `grading the initial workspace left a file in it that no episode could record: ${left}. Every agent that runs "$FORKFLUSH_GRADE" would leave it too, and its episode would get no score; nothing ran`
+      );
+    return grade;
+  });
   if (baseGrade.score === null && MISSING_PACKAGE.test(baseGrade.reason ?? ""))
     throw new UserError(`the initial workspace gets no score (${baseGrade.reason}): ${DEPENDENCY_HINT}; nothing ran`);
   if (baseGrade.score === null && !b.scratch) {
@@ -39626,7 +39643,7 @@ async function gradeInitial(config2, dir, places, isolation, scratch, source) {
 }
 async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source]) {
   const tmp = join27(scratch, "tmp");
-  await mkdir16(join27(tmp, "home"), { recursive: true });
+  await mkdir17(join27(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   const judged2 = { objects: [], private: places.private };
@@ -39676,11 +39693,11 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat8(join27(repo, f2)).catch(() => null);
+      const s = await lstat9(join27(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
-      await mkdir16(dirname11(join27(dir, f2)), { recursive: true });
+      await mkdir17(dirname11(join27(dir, f2)), { recursive: true });
       await cp3(join27(repo, f2), join27(dir, f2), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
@@ -39692,8 +39709,8 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
     );
     return watched2.result ? { grade: watched2.result, read: watched2.read, untracked, filtered } : null;
   } finally {
-    await rm15(dir, { recursive: true, force: true });
-    await rm15(scratch, { recursive: true, force: true });
+    await rm16(dir, { recursive: true, force: true });
+    await rm16(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
@@ -39714,7 +39731,7 @@ import { basename as basename3, isAbsolute as isAbsolute8, join as join29 } from
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir17, mkdtemp as mkdtemp3, rm as rm16, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir18, mkdtemp as mkdtemp3, rm as rm17, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
 import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4 } from "node:path";
 async function hiddenInSandbox(v) {
@@ -39738,7 +39755,7 @@ async function hiddenInSandbox(v) {
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join28(places.box, "tmp")]) await mkdir17(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join28(places.box, "tmp")]) await mkdir18(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
@@ -39757,7 +39774,7 @@ async function hiddenInSandbox(v) {
     problems.push(...await closedPlaces(v));
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm16(dir, { recursive: true, force: true }).catch(() => {
+    await rm17(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -40241,14 +40258,14 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm17(store.dir, { recursive: true, force: true });
+      await rm18(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm17(store.dir, { recursive: true, force: true });
+    await rm18(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
@@ -40324,12 +40341,12 @@ async function otherRunsOfTask(taskDir, id) {
   return warnings;
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir18(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir19(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir18(store.dir, { mode: 448 });
+      await mkdir19(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -40416,7 +40433,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve6(top, r.stdout.trim());
   const text = await readFile12(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir18(join30(file2, ".."), { recursive: true });
+  await mkdir19(join30(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -40429,16 +40446,16 @@ async function copyTask(taskDir, repo, warnings) {
     );
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
-  await mkdir18(join30(repo, ".git", "info"), { recursive: true });
-  await writeFile15(join30(repo, ".git", "info", "attributes"), AS_IS2);
+  await mkdir19(join30(repo, ".git", "info"), { recursive: true });
+  await writeFile16(join30(repo, ".git", "info", "attributes"), AS_IS2);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
 }
 async function copyTaskFiles(taskDir, to) {
-  await mkdir18(to, { recursive: true });
+  await mkdir19(to, { recursive: true });
   const left = [];
   const filter = async (path) => {
-    const s = await lstat9(path);
+    const s = await lstat10(path);
     const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
     if (!kept) left.push(path);
     return kept;
@@ -40731,7 +40748,7 @@ async function dryRunCompare(o, c) {
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
   const scratch = text === null ? null : await mkdtemp5(join32(tmpdir4(), "forkflush-variant-"));
   const configFile = scratch ? join32(scratch, `variant-${first?.name}.yml`) : file2;
-  if (scratch && text !== null) await writeFile16(configFile, text);
+  if (scratch && text !== null) await writeFile17(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
     configFile,
@@ -40739,7 +40756,7 @@ async function dryRunCompare(o, c) {
     now: o.now(),
     dryRun: true,
     ...o.env ? { env: o.env } : {}
-  }).finally(() => scratch ? rm18(scratch, { recursive: true, force: true }) : void 0);
+  }).finally(() => scratch ? rm19(scratch, { recursive: true, force: true }) : void 0);
   for (const w of check2.warnings) o.log(`note: ${w}`);
   const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
   return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -40750,14 +40767,14 @@ async function runCompare(o) {
   const { taskDir, created, base, configPathInRepo, resumed } = chosen;
   let { manifest } = chosen;
   if (!resumed) {
-    await mkdir19(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir20(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
   const dir = join32(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile16(join32(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile17(join32(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -40823,7 +40840,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir19(join32(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir20(join32(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -40979,7 +40996,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir20, readFile as readFile14, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir21, readFile as readFile14, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -41041,13 +41058,13 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
       kept.push(path);
       return;
     }
-    await mkdir20(dirname14(file2), { recursive: true });
-    await writeFile17(file2, text);
+    await mkdir21(dirname14(file2), { recursive: true });
+    await writeFile18(file2, text);
     written.push(path);
   };
   const pinned = v.github === true && typeof v.action === "string" ? await pinAction(v.action, io.env ?? process.env) : null;
   let placeholder2;
-  const made = await mkdir20(root, { recursive: true });
+  const made = await mkdir21(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
@@ -41062,7 +41079,7 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm19(made, { recursive: true, force: true });
+    if (made !== void 0) await rm20(made, { recursive: true, force: true });
     throw e;
   }
   for (const f2 of written) io.stdout.write(`wrote ${f2}
@@ -41363,7 +41380,7 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 import { join as join38 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir23 } from "node:fs/promises";
+import { mkdir as mkdir24 } from "node:fs/promises";
 import { join as join37 } from "node:path";
 
 // src/core/map/chart.ts
@@ -41698,7 +41715,7 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir21, readFile as readFile15, writeFile as writeFile18 } from "node:fs/promises";
+import { appendFile as appendFile5, mkdir as mkdir22, readFile as readFile15, writeFile as writeFile19 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
@@ -41725,9 +41742,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir21(join34(this.dir, "specs"), { recursive: true });
+    await mkdir22(join34(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile18(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile19(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -41768,7 +41785,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir22, readdir as readdir16, rename as rename8, rm as rm20, stat as stat12, writeFile as writeFile19 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir23, readdir as readdir16, rename as rename8, rm as rm21, stat as stat12, writeFile as writeFile20 } from "node:fs/promises";
 import { join as join35 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -41778,7 +41795,7 @@ async function askJudge(s, call, allowance) {
   if (await stat12(dir).catch(() => null)) await removeTree(dir);
   const box = join35(dir, "box");
   const context = join35(dir, "context");
-  for (const d of [join35(box, "home"), join35(box, "tmp"), context]) await mkdir22(d, { recursive: true });
+  for (const d of [join35(box, "home"), join35(box, "tmp"), context]) await mkdir23(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
@@ -41788,18 +41805,18 @@ async function askJudge(s, call, allowance) {
     if (!reply.ok) reply.log = await keepLog(s, call, join35(dir, "judge.log"));
     return reply;
   } finally {
-    await rm20(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm21(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
 async function run(s, call, allowance, dir, box, context) {
   const promptFile = join35(box, "prompt.md");
-  await writeFile19(promptFile, call.prompt);
+  await writeFile20(promptFile, call.prompt);
   const tripletFile2 = call.triplet === void 0 ? null : join35(box, "triplet.json");
-  if (tripletFile2 && call.triplet !== void 0) await writeFile19(tripletFile2, call.triplet);
+  if (tripletFile2 && call.triplet !== void 0) await writeFile20(tripletFile2, call.triplet);
   const noGrader = join35(box, "no-grader");
   const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
-  await writeFile19(noGrader, `#!/bin/sh
+  await writeFile20(noGrader, `#!/bin/sh
 echo '${noGraderSays}' >&2
 exit 2
 `, { mode: 493 });
@@ -41918,7 +41935,7 @@ async function keepLog(s, call, log) {
     () => -1
   );
   if (size < 0) return null;
-  await mkdir22(s.failedLogs, { recursive: true });
+  await mkdir23(s.failedLogs, { recursive: true });
   const kept = join35(s.failedLogs, `${call.name}.log`);
   await rename8(log, kept).catch(() => {
   });
@@ -42178,7 +42195,7 @@ async function mapRuns(j) {
       plan: plan2,
       message: `${j.target.kind} ${j.target.id} has ${snapshots.length} snapshots: a map needs 3`
     };
-  await mkdir23(j.work, { recursive: true, mode: 448 });
+  await mkdir24(j.work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = j.lock ? await j.lock() : async () => {
   };
@@ -42342,7 +42359,7 @@ async function baseCheckout(r) {
   const first = r.j.runs[0];
   const own3 = first && r.repos.get(first.state.id);
   if (!first || !own3) return;
-  await mkdir23(r.setup.work, { recursive: true });
+  await mkdir24(r.setup.work, { recursive: true });
   await checkoutInto(own3, first.state.base.commit, join37(r.setup.work, "base"), join37(r.setup.work, "base.index"));
   await readOnly(join37(r.setup.work, "base"));
 }
@@ -42403,7 +42420,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile17, writeFile as writeFile20 } from "node:fs/promises";
+import { readFile as readFile17, writeFile as writeFile21 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -42415,7 +42432,7 @@ async function renderPng(svgFile, pngFile) {
     };
   }
   const png = new Resvg(await readFile17(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile20(pngFile, png);
+  await writeFile21(pngFile, png);
   return { file: pngFile };
 }
 
@@ -42885,7 +42902,7 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir24, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm21 } from "node:fs/promises";
+import { mkdir as mkdir25, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm22 } from "node:fs/promises";
 import { tmpdir as tmpdir6 } from "node:os";
 import { join as join40 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
@@ -42943,7 +42960,7 @@ async function smoke(o, io) {
 `);
       return 1;
     }
-    await rm21(failedLogs, { recursive: true, force: true });
+    await rm22(failedLogs, { recursive: true, force: true });
     io.stdout.write(
       `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
 ${reply.text.trim()}
@@ -42951,7 +42968,7 @@ ${reply.text.trim()}
     );
     return 0;
   } finally {
-    await rm21(work, { recursive: true, force: true });
+    await rm22(work, { recursive: true, force: true });
   }
 }
 function smokeCap(config2) {
@@ -42964,7 +42981,7 @@ async function gitTop2(dir) {
   return r.exitCode === 0 ? r.stdout.trim() : null;
 }
 async function checkoutHead(top, cwd, index) {
-  await mkdir24(cwd, { recursive: true });
+  await mkdir25(cwd, { recursive: true });
   await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
     env: { GIT_INDEX_FILE: index }
   });

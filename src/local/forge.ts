@@ -14,6 +14,7 @@ import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
 import { DiskFullError, diskFull } from '../worker/episode-errors.js';
 import { verifySeal } from '../worker/seal.js';
+import { unrecordable } from '../worker/snapshot.js';
 import { dropRoundObjects, linkObjects, type RoundObjects, roundObjects } from './round-objects.js';
 import type { RunStore } from './store.js';
 
@@ -273,16 +274,23 @@ export class LocalForge implements ForgeWork {
   async withCheckout<T>(
     commit: string,
     name: string,
-    fn: (dir: string, places: Pick<EpisodePlaces, 'objects' | 'private'>) => Promise<T>,
+    fn: (
+      dir: string,
+      places: Pick<EpisodePlaces, 'objects' | 'private'>,
+      /** Why what the folder holds beyond the commit could not be recorded, or null. */
+      unrecorded: () => Promise<string | null>,
+    ) => Promise<T>,
   ): Promise<T> {
     const { own, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name);
-    await checkoutInto(own, commit, dir, join(this.store.scratch(name), 'checkout.index'));
+    const index = join(this.store.scratch(name), 'checkout.index');
+    await checkoutInto(own, commit, dir, index);
     try {
-      return await fn(dir, {
+      const places = {
         objects: [own.objects, ...alternates],
         private: [this.repo, commonDir, dirname(this.store.dir)],
-      });
+      };
+      return await fn(dir, places, () => unrecordable(own, dir, index));
     } finally {
       await removeTree(dir);
       await removeTree(this.store.scratch(name));

@@ -32,9 +32,17 @@ export async function gradeBase(
     env: NodeJS.ProcessEnv;
   },
 ): Promise<Grading> {
-  const baseGrade = await b.forge.withCheckout(b.base, 'base', (dir, places) =>
-    gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base'), b.env),
-  );
+  const baseGrade = await b.forge.withCheckout(b.base, 'base', async (dir, places, unrecorded) => {
+    const grade = await gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base'), b.env);
+    // What the grader leaves in its folder, it leaves in the workspace of every agent that grades.
+    const left = config.setup.commands.length === 0 ? await unrecorded() : null;
+    if (left)
+      throw new UserError(
+        `grading the initial workspace left a file in it that no episode could record: ${left}. Every agent that runs "$FORKFLUSH_GRADE" ` +
+          'would leave it too, and its episode would get no score; nothing ran',
+      );
+    return grade;
+  });
   // A grader that cannot load a package fails every branch the same way: said before any agent.
   if (baseGrade.score === null && MISSING_PACKAGE.test(baseGrade.reason ?? ''))
     throw new UserError(`the initial workspace gets no score (${baseGrade.reason}): ${DEPENDENCY_HINT}; nothing ran`);

@@ -11,17 +11,10 @@ import { withSection } from '../core/losers.js';
 import type { EpisodeResult } from '../core/state.js';
 import { formatNumber, plainText } from '../core/text.js';
 import type { Tried } from './agent-tries.js';
-import {
-  baseSnapshot,
-  commitTree,
-  diffStat,
-  indexedText,
-  type Snapshot,
-  writeIndexed,
-  writeTracked,
-} from './cleanroom.js';
+import { commitTree, diffStat, indexedText, writeIndexed, writeTracked } from './cleanroom.js';
 import type { EpisodeJob } from './episode-input.js';
 import { sealMessage } from './seal.js';
+import { baseSnapshot, type Snapshot } from './snapshot.js';
 
 /**
  * Appends `job.journalSection` to the journal of the workspace and its checkout index, once (a

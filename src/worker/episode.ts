@@ -28,7 +28,6 @@ import {
 } from '../io/agent-files.js';
 import { GitStalledError } from '../io/git.js';
 import { episodeLogs, expandHome, setupConfinement, withAccount } from './boundary.js';
-import { baseSnapshot, ignoredFiles, type Snapshot, snapshot } from './cleanroom.js';
 import { type AgentRun, type EpisodeBox, prepareBox, runAgentStep } from './episode-agent.js';
 import { DiskFullError, diskFull, InterruptedError } from './episode-errors.js';
 import type { Charged, EpisodeJob } from './episode-input.js';
@@ -37,6 +36,7 @@ import { gradeAsJudge, type JudgeGrading } from './grade.js';
 import { judge, NO_GRADING } from './judge.js';
 import { judgeRedactor } from './redact.js';
 import { prepareWorkspace } from './setup.js';
+import { baseSnapshot, ignoredFiles, type Snapshot, snapshot } from './snapshot.js';
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const charged: Charged = job.charged ?? { spent: null };

@@ -1,7 +1,8 @@
 // Kinds of tasks a new user brings that forkflush had not seen (a review's): a pytest suite, data
-// in git-lfs, a grader that prints a long JSON report, a result in a file git ignores. Each row is a whole CLI
-// run (or init) with a command agent, and says what the user expects: a score read as the
-// README's grader contract says, and messages that name the real cause.
+// in git-lfs, a grader that prints a long JSON report, a result in a file git ignores, a grader
+// that leaves a huge file behind. Each row is a whole CLI run (or init) with a command agent, and
+// says what the user expects: a score read as the README's grader contract says, and messages
+// that name the real cause before anything is spent.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -213,6 +214,36 @@ describe('tasks forkflush had not seen', async () => {
       expect(told).toContain(
         "no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (answer.out)",
       );
+    },
+    300_000,
+  );
+  // The grader writes a large by-product into the workspace each time it runs (a model
+  // checkpoint, a build cache of 101 MB), as graders of training or build tasks do. The judge's
+  // checkout is thrown away, so the dry run's grading saw nothing wrong ("the checks passed");
+  // in the run, every $FORKFLUSH_GRADE the agent called left the file in its workspace, every
+  // episode got "no score: the workspace could not be recorded ("model.ckpt" is 101 MB, more than
+  // a file may be ...)" and the run stopped after three episodes, exit 1. The initial grade now
+  // looks at what the grader left in its folder, and the run and its dry run refuse at once.
+  maybe(
+    'a grader that writes a file over 100 MB into the workspace: the run and its dry run refuse before any agent, naming it',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          'grade2.sh': 'truncate -s 101M model.ckpt\ncat value.txt\n',
+          'agent.sh':
+            'cat > /dev/null\nv=$(cat value.txt); echo $((v+1)) > value.txt\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('sh grade2.sh', ['grade2.sh']),
+      );
+      for (const how of [['--dry-run'], []]) {
+        const r = await cli('run', repo.dir, ...how);
+        expect(r.code, r.err).toBe(2);
+        expect(said(r.err).join('\n')).toContain(
+          'grading the initial workspace left a file in it that no episode could record: "model.ckpt" is 101 MB, more than a file may be',
+        );
+      }
     },
     300_000,
   );
