@@ -69437,7 +69437,7 @@ var JUDGE_HINTS = [
   [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
   [
     /cannot open|No such file|ENOENT|not found/i,
-    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+    "the judge has only the committed files (none that .gitignore leaves out), no home folder, and of the folders outside the repository only those sandbox.read lists"
   ],
   [
     /last line is not a number|printed nothing on stdout/i,

@@ -397,7 +397,7 @@ describe('a grader that stops scoring in the night', () => {
       `the grader scored none of the 3 episodes since r0.b3 got one (${broke}), so the run stopped rather than spend ` +
         "the rest of its budget; its best so far is kept: run the grader by hand on an episode's branch, fix what fails " +
         'where it is graded, then start a new run (as it runs there: the judge has only the committed files (none that ' +
-        '.gitignore leaves out) and no home folder)',
+        '.gitignore leaves out), no home folder, and of the folders outside the repository only those sandbox.read lists)',
     );
     expect(f?.markdown).toContain(`(\`${broke}\`)`);
     expect(retryStopped(s)).toBeNull();
