@@ -14,7 +14,7 @@ import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings, simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
-import { retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
+import { haltsOnGitHub, retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
 import { config, result } from './helpers.js';
 
 function opening(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
@@ -401,6 +401,8 @@ describe('a grader that stops scoring in the night', () => {
     );
     expect(f?.markdown).toContain(`(\`${broke}\`)`);
     expect(retryStopped(s)).toBeNull();
+    // On GitHub it halts the run too, whether or not the initial workspace's grade is in there.
+    expect(haltsOnGitHub(f, false)).toBe(true);
     // It stops before the next step, but for the run's end (nothing left to save).
     expect(stopBefore(s, reconcile(s)[0])?.code).toBe(1);
     expect(stopBefore(s, { type: 'finish' })).toBeNull();
