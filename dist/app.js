@@ -52815,7 +52815,9 @@ function noScoreSince(state) {
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
 function unscoredSince(state) {
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const tried = allEpisodes(state).filter(
+    (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result)
+  );
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));
@@ -54285,8 +54287,6 @@ function endWarnings(state, quote = (t) => t) {
     (w) => w !== null
   );
 }
-var IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
-var IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, "\\.")} \\(([^)]*)\\)`);
 function overBudget(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state) - extraSpent(state);

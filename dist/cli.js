@@ -31044,7 +31044,9 @@ function noScoreSince(state) {
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
 function unscoredSince(state) {
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const tried = allEpisodes(state).filter(
+    (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result)
+  );
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));
@@ -32392,13 +32394,22 @@ function nothingDone(state) {
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
   if (ran.every((e) => e.result?.unchanged === true)) {
-    const ignored = ran.map((e) => e.result?.note?.match(IGNORED_FILES)?.[1]).find(Boolean);
-    return ignored ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks` : "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
+    const ignored = ran.map((e) => ignoredNamed(e.result?.note)).find((x) => x.length > 0);
+    return ignored ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored.map((n) => JSON.stringify(n)).join(", ")}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks` : "no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)";
   }
   return null;
 }
 var IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
-var IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, "\\.")} \\(([^)]*)\\)`);
+function ignoredNamed(note) {
+  const list = note?.startsWith(`${IGNORED_ONLY}: [`) ? note.slice(IGNORED_ONLY.length + 2) : "";
+  const json2 = /^\[(?:"(?:[^"\\]|\\.)*"(?:,"(?:[^"\\]|\\.)*")*)?\]/.exec(list)?.[0];
+  try {
+    const names = json2 ? JSON.parse(json2) : [];
+    return Array.isArray(names) ? names.filter((n) => typeof n === "string") : [];
+  } catch {
+    return [];
+  }
+}
 function overBudget(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state) - extraSpent(state);
@@ -37938,6 +37949,12 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
   return { tree, protectedChanged, index, cleaned };
 }
 async function ignoredFiles(own3, workspace, index, max = 5) {
+  return ignoredIn(own3, workspace, index, max).catch((e) => {
+    if (e instanceof GitStoppedError) throw e;
+    return [];
+  });
+}
+async function ignoredIn(own3, workspace, index, max) {
   const ignore = ["-c", `core.excludesFile=${ignoreFileOf(index)}`];
   const status = await own3.exec([...ignore, "status", "--porcelain", "-z", "--ignored"], {
     workTree: workspace,
@@ -38709,8 +38726,10 @@ function resultOf2(job, r) {
   const cleaned = cleanedNote(r.ran.removed);
   const note = plainText(
     [
-      ...r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : [],
-      ...r.ignored.length > 0 ? [`${IGNORED_ONLY} (${r.ignored.join(", ")}): no commit takes them, so the judge never sees them`] : [],
+      // First, where only forkflush writes: nothingDone reads it (IGNORED_ONLY); names quoted as JSON.
+      ...r.ignored.length > 0 ? [`${IGNORED_ONLY}: ${JSON.stringify(r.ignored)}, which no commit takes and the judge never sees`] : [],
+      // The agent's words in quotes it cannot close.
+      ...r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords.replaceAll('"', "'")}"`] : [],
       ...job.notes ?? [],
       ...r.start.note ? [r.start.note] : [],
       ...outcome.note ? [outcome.note] : [],

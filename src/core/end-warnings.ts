@@ -25,17 +25,28 @@ export function nothingDone(state: RunState): string | null {
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
   if (ran.every((e) => e.result?.unchanged === true)) {
-    const ignored = ran.map((e) => e.result?.note?.match(IGNORED_FILES)?.[1]).find(Boolean);
+    const ignored = ran.map((e) => ignoredNamed(e.result?.note)).find((x) => x.length > 0);
     return ignored
-      ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks`
+      ? `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (${ignored.map((n) => JSON.stringify(n)).join(', ')}), which no commit takes and the judge never sees: take them out of .gitignore, or have the task's results written to files git tracks`
       : 'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)';
   }
   return null;
 }
 
-/** The start of an episode's note when all it changed is ignored by the workspace's .gitignore (worker/episode.ts). */
+/** The start of an episode's note when all it changed is ignored by the workspace's .gitignore (worker/episode.ts), the names after it as JSON. */
 export const IGNORED_ONLY = "what changed is only in files the repository's .gitignore leaves out";
-const IGNORED_FILES = new RegExp(`${IGNORED_ONLY.replace(/[.]/g, '\\.')} \\(([^)]*)\\)`);
+
+/** The names an episode's note gives after IGNORED_ONLY, where the note starts with it (forkflush's part: never the agent's words). */
+function ignoredNamed(note: string | undefined): string[] {
+  const list = note?.startsWith(`${IGNORED_ONLY}: [`) ? note.slice(IGNORED_ONLY.length + 2) : '';
+  const json = /^\[(?:"(?:[^"\\]|\\.)*"(?:,"(?:[^"\\]|\\.)*")*)?\]/.exec(list)?.[0];
+  try {
+    const names: unknown = json ? JSON.parse(json) : [];
+    return Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [];
+  } catch {
+    return [];
+  }
+}
 
 /**
  * A finished run that spent past budget.total (rounds after the plan have a budget of their own),

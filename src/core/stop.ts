@@ -154,7 +154,10 @@ function noScoreSince(state: RunState): Cause | null {
 
 /** The episodes of the rounds decided since the last that got a score (none of them did), said; null when too few. */
 export function unscoredSince(state: RunState) {
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  // Not those the machine starved (their round is void): the grader may well score them.
+  const tried = allEpisodes(state).filter(
+    (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result),
+  );
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e: Episode) => state.rounds.find((r) => r.index === e.round)?.decision !== undefined;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));

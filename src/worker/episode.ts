@@ -284,9 +284,13 @@ function resultOf(
   const cleaned = cleanedNote(r.ran.removed);
   const note = plainText(
     [
-      ...(r.unchanged && outcome.lastWords ? [`its final message, changing nothing: "${outcome.lastWords}"`] : []),
+      // First, where only forkflush writes: nothingDone reads it (IGNORED_ONLY); names quoted as JSON.
       ...(r.ignored.length > 0
-        ? [`${IGNORED_ONLY} (${r.ignored.join(', ')}): no commit takes them, so the judge never sees them`]
+        ? [`${IGNORED_ONLY}: ${JSON.stringify(r.ignored)}, which no commit takes and the judge never sees`]
+        : []),
+      // The agent's words in quotes it cannot close.
+      ...(r.unchanged && outcome.lastWords
+        ? [`its final message, changing nothing: "${outcome.lastWords.replaceAll('"', "'")}"`]
         : []),
       ...(job.notes ?? []),
       ...(r.start.note ? [r.start.note] : []),

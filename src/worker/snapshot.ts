@@ -9,7 +9,7 @@ import {
   RECORDED_TREE_LISTING_MAX_BYTES,
 } from '../core/bounds.js';
 import { type Cleaned, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
-import { GitOutputTooLongError } from '../io/git.js';
+import { GitOutputTooLongError, GitStoppedError } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 import { copyIndex, type OwnRepo } from './cleanroom.js';
 
@@ -95,6 +95,14 @@ export async function snapshot(
  * commit takes it. At most `max` paths (a folder ignored whole as one).
  */
 export async function ignoredFiles(own: OwnRepo, workspace: string, index: string, max = 5): Promise<string[]> {
+  // Said in a note only: a listing too long (an agent's 270,000 ignored files) or stalled says nothing.
+  return ignoredIn(own, workspace, index, max).catch((e: unknown) => {
+    if (e instanceof GitStoppedError) throw e;
+    return [];
+  });
+}
+
+async function ignoredIn(own: OwnRepo, workspace: string, index: string, max: number): Promise<string[]> {
   const ignore = ['-c', `core.excludesFile=${ignoreFileOf(index)}`];
   const status = await own.exec([...ignore, 'status', '--porcelain', '-z', '--ignored'], {
     workTree: workspace,

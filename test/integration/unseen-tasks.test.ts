@@ -212,7 +212,7 @@ describe('tasks forkflush had not seen', async () => {
       const told = said(r.err).join('\n');
       expect(told).not.toMatch(/none changed the workspace/);
       expect(told).toContain(
-        "no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out (answer.out)",
+        `no episode changed what git records: what their agents changed is only in files the repository's .gitignore leaves out ("answer.out")`,
       );
     },
     300_000,
