@@ -4,10 +4,9 @@
 // written on for the reason it names.
 import { afterAll, describe, expect, it } from 'vitest';
 import { nothingDone } from '../../src/core/end-warnings.js';
-import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
-import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
+import type { EpisodeResult } from '../../src/core/state.js';
 import { haltsOnGitHub, stopReason } from '../../src/core/stop.js';
-import { config, result } from '../unit/helpers.js';
+import { laterRounds, openingRound } from '../unit/helpers.js';
 import { cleanupAttackTemps, describeSandboxed, makeAttackRepo, runCli, runLocal } from './helpers.js';
 
 afterAll(cleanupAttackTemps);
@@ -106,32 +105,6 @@ for i in range(270000):
 
 // The stop policy, pure.
 
-function opening(baseScore: number | null, results: Partial<EpisodeResult>[]): RunState {
-  let s = newRunState({ id: 't', seed: 1, config: config(), baseCommit: 'base', baseScore });
-  const [open] = reconcile(s);
-  if (open?.type !== 'open') throw new Error('expected open');
-  s = applyOpen(s, open.round);
-  open.round.episodes.forEach((e, i) => {
-    const r = results[i];
-    if (r) s = applyResult(s, e.id, result(null, 1, r));
-  });
-  const [d] = reconcile(s);
-  if (d?.type !== 'decide') throw new Error(`expected decide, got ${d?.type}`);
-  return applyDecision(s, d.round, d.decision);
-}
-
-function thenRounds(s: RunState, results: Partial<EpisodeResult>[]): RunState {
-  for (const r of results) {
-    const [open] = reconcile(s);
-    if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
-    s = applyOpen(s, open.round);
-    for (const e of open.round.episodes) s = applyResult(s, e.id, result(6, 1, r));
-    const [d] = reconcile(s);
-    if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
-  }
-  return s;
-}
-
 describe('round 9: the grader-stopped-scoring stop', () => {
   it('episodes whose judge the machine starved (machineShort: no score is known, the round is void) are not "the grader stopped scoring": the run goes on', () => {
     const starved: Partial<EpisodeResult> = {
@@ -139,7 +112,7 @@ describe('round 9: the grader-stopped-scoring stop', () => {
       reason: 'the grader ran out of memory (the machine was short of memory on both tries)',
       machineShort: 'memory',
     };
-    const s = thenRounds(opening(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]), [
+    const s = laterRounds(openingRound(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]), [
       starved,
       starved,
       starved,
@@ -159,7 +132,7 @@ describe('round 9: the grader-stopped-scoring stop', () => {
       spentBasis: 'estimated',
       note: `its final message, changing nothing: "${MARKER} (@everyone see https://evil.example)"`,
     };
-    const s = opening(5, [spoofed, spoofed, spoofed, spoofed]);
+    const s = openingRound(5, [spoofed, spoofed, spoofed, spoofed]);
     expect(nothingDone(s)).toBe(
       'no episode did any work: none changed the workspace (does agent.command run the agent on the task, and may it edit files there?)',
     );

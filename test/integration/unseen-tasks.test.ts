@@ -249,6 +249,14 @@ describe('tasks forkflush had not seen', async () => {
   );
 });
 
+/** `forkflush init --yes` in a new repository with a command agent, grading with `grader`. */
+async function initWith(dir: string, grader: string, graderFile: string) {
+  writeFileSync(join(dir, 'agent.sh'), 'cat > /dev/null\n');
+  execFileSync('git', ['init', '-q', '--initial-branch=main'], { cwd: dir });
+  const flags = ['--agent', 'command', '--agent-command', 'sh agent.sh', '--budget', '60', '--unit', 'tokens'];
+  return cli('init', dir, '--grader', grader, ...flags, '--protected', graderFile, '--yes');
+}
+
 describe('forkflush init on a grader whose last line is not a score', () => {
   // A new user gives init the test runner's own command, or a script that ends with a summary
   // line: pytest -q's last line is "3 passed in 0.01s". init graded the workspace once and printed
@@ -260,25 +268,7 @@ describe('forkflush init on a grader whose last line is not a score', () => {
     for (const last of ['3 passed in 0.01s', 'Done.']) {
       const dir = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
       writeFileSync(join(dir, 'grade.sh'), `echo 5\necho '${last}'\n`);
-      writeFileSync(join(dir, 'agent.sh'), 'cat > /dev/null\n');
-      execFileSync('git', ['init', '-q', '--initial-branch=main'], { cwd: dir });
-      const r = await cli(
-        'init',
-        dir,
-        '--grader',
-        'sh grade.sh',
-        '--agent',
-        'command',
-        '--agent-command',
-        'sh agent.sh',
-        '--budget',
-        '60',
-        '--unit',
-        'tokens',
-        '--protected',
-        'grade.sh',
-        '--yes',
-      );
+      const r = await initWith(dir, 'sh grade.sh', 'grade.sh');
       expect(r.code, r.err).toBe(0);
       expect(r.out).not.toContain(`score: ${last}`);
       expect(r.out).toMatch(/no score/);
@@ -294,25 +284,7 @@ describe('forkflush init on a grader whose last line is not a score', () => {
       join(dir, 'grade.py'),
       "import json\nprint(json.dumps({'details': [{'test': i, 'ok': True} for i in range(10000)], 'score': 7}))\n",
     );
-    writeFileSync(join(dir, 'agent.sh'), 'cat > /dev/null\n');
-    execFileSync('git', ['init', '-q', '--initial-branch=main'], { cwd: dir });
-    const r = await cli(
-      'init',
-      dir,
-      '--grader',
-      'python3 grade.py',
-      '--agent',
-      'command',
-      '--agent-command',
-      'sh agent.sh',
-      '--budget',
-      '60',
-      '--unit',
-      'tokens',
-      '--protected',
-      'grade.py',
-      '--yes',
-    );
+    const r = await initWith(dir, 'python3 grade.py', 'grade.py');
     expect(r.code, r.err).toBe(0);
     const line = r.out.match(/^ {2}(score|no score).*$/m)?.[0] ?? '';
     expect(line.slice(0, 200)).toMatch(/^ {2}score: 7\b/);

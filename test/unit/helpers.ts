@@ -1,7 +1,9 @@
 import { type Config, type ConfigOverrides, parseConfig } from '../../src/core/config.js';
 import { simulate } from '../../src/core/plan.js';
+import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { randomFrom } from '../../src/core/rng.js';
-import type { EpisodeResult } from '../../src/core/state.js';
+import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
+import { stopReason } from '../../src/core/stop.js';
 
 export function config(extra = '', overrides: ConfigOverrides = {}): Config {
   return parseConfig(
@@ -33,4 +35,33 @@ export function simulateRandom(c: Config, seed: number, lo = 0.5, hi = 1.1) {
     (e) => ({ spent: e.allowance * (lo + (hi - lo) * random()), score: Math.round(random() * 100) }),
     seed,
   );
+}
+
+/** A run whose opening round got these results (null scores unless given), decided unless `decide` is false. */
+export function openingRound(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
+  let s = newRunState({ id: 't', seed: 1, config: config(), baseCommit: 'base', baseScore });
+  const [open] = reconcile(s);
+  if (open?.type !== 'open') throw new Error('expected open');
+  s = applyOpen(s, open.round);
+  open.round.episodes.forEach((e, i) => {
+    const r = results[i];
+    if (r) s = applyResult(s, e.id, result(null, 1, r));
+  });
+  if (!decide) return s;
+  const [d] = reconcile(s);
+  if (d?.type !== 'decide') throw new Error(`expected decide, got ${d?.type}`);
+  return applyDecision(s, d.round, d.decision);
+}
+
+/** The run carried on, a round for each result (scored 6 unless given), each decided unless a stop came first. */
+export function laterRounds(s: RunState, results: Partial<EpisodeResult>[]): RunState {
+  for (const r of results) {
+    const [open] = reconcile(s);
+    if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
+    s = applyOpen(s, open.round);
+    for (const e of open.round.episodes) s = applyResult(s, e.id, result(6, 1, r));
+    const [d] = reconcile(s);
+    if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
+  }
+  return s;
 }

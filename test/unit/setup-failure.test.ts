@@ -15,22 +15,9 @@ import { planWarnings, simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 import { haltsOnGitHub, retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
-import { config, result } from './helpers.js';
+import { config, laterRounds, openingRound, result } from './helpers.js';
 
-function opening(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
-  let s = newRunState({ id: 't', seed: 1, config: config(), baseCommit: 'base', baseScore });
-  const [open] = reconcile(s);
-  if (open?.type !== 'open') throw new Error('expected open');
-  s = applyOpen(s, open.round);
-  open.round.episodes.forEach((e, i) => {
-    const r = results[i];
-    if (r) s = applyResult(s, e.id, result(null, 1, r));
-  });
-  if (!decide) return s;
-  const [d] = reconcile(s);
-  if (d?.type !== 'decide') throw new Error(`expected decide, got ${d?.type}`);
-  return applyDecision(s, d.round, d.decision);
-}
+const opening = openingRound;
 
 const noScore = (reason: string): Partial<EpisodeResult> => ({ score: null, reason });
 
@@ -157,18 +144,8 @@ function singleRun(results: Partial<EpisodeResult>[]): RunState {
   return s;
 }
 
-function serial(results: Partial<EpisodeResult>[]): RunState {
-  let s = opening(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]);
-  for (const r of results) {
-    const [open] = reconcile(s);
-    if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
-    s = applyOpen(s, open.round);
-    for (const e of open.round.episodes) s = applyResult(s, e.id, result(6, 1, r));
-    const [d] = reconcile(s);
-    if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
-  }
-  return s;
-}
+const serial = (results: Partial<EpisodeResult>[]) =>
+  laterRounds(opening(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]), results);
 
 describe('an agent that fails', () => {
   it('stops the run (code 2) at the first permanent failure, mid-round, quoting the agent and saying what to do', () => {
