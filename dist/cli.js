@@ -32244,7 +32244,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir20, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile13, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir20, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join32, relative as relative6 } from "node:path";
 
@@ -37911,15 +37911,15 @@ ${text}`).digest("hex");
 }
 
 // src/worker/snapshot.ts
-import { lstat as lstat6, mkdir as mkdir11, readFile as readFile5, rm as rm12, writeFile as writeFile11 } from "node:fs/promises";
+import { lstat as lstat6, mkdir as mkdir11, rm as rm12, writeFile as writeFile11 } from "node:fs/promises";
 var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
 var ignoreFileOf = (index) => `${index}.exclude`;
 async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own3.asIs();
   const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
-  const ignoreFile = ignoreFileOf(index);
-  await writeFile11(ignoreFile, `${excludes ? await readFile5(excludes, "utf8") : ""}${RUNTIME_CACHES}`);
+  const ignoreFile = excludes ?? ignoreFileOf(index);
+  if (!excludes) await writeFile11(ignoreFile, RUNTIME_CACHES);
   const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own3, workspace, index, ignore);
   const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
@@ -37946,16 +37946,16 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
   }
   const tree = await own3.out(["write-tree"], { index });
   await refuseLongListing(own3, tree);
-  return { tree, protectedChanged, index, cleaned };
+  return { tree, protectedChanged, index, cleaned, ignoreFile };
 }
-async function ignoredFiles(own3, workspace, index, max = 5) {
-  return ignoredIn(own3, workspace, index, max).catch((e) => {
+async function ignoredFiles(own3, workspace, snap, max = 5) {
+  return ignoredIn(own3, workspace, snap, max).catch((e) => {
     if (e instanceof GitStoppedError) throw e;
     return [];
   });
 }
-async function ignoredIn(own3, workspace, index, max) {
-  const ignore = ["-c", `core.excludesFile=${ignoreFileOf(index)}`];
+async function ignoredIn(own3, workspace, { index, ignoreFile }, max) {
+  const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
   const status = await own3.exec([...ignore, "status", "--porcelain", "-z", "--ignored"], {
     workTree: workspace,
     index,
@@ -38054,7 +38054,8 @@ async function baseSnapshot(own3, index, base) {
     tree: await own3.out(["write-tree"], { index }),
     protectedChanged: [],
     index,
-    cleaned: { ...NOTHING_CLEANED }
+    cleaned: { ...NOTHING_CLEANED },
+    ignoreFile: "/dev/null"
   };
 }
 
@@ -38138,7 +38139,7 @@ import { join as join21 } from "node:path";
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile6, rename as rename5, rm as rm13, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
+import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile5, rename as rename5, rm as rm13, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
@@ -38197,11 +38198,11 @@ async function prepareWorkspace(o) {
   const excludes = join20(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile12(excludes, patterns);
+    await writeFile12(excludes, `${patterns}${RUNTIME_CACHES}`);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
     await appendFile3(logFile, `(setup ${how}: ${made})
 `);
-    return { ok: true, excludes: patterns === "" ? null : excludes, how };
+    return { ok: true, excludes, how };
   };
   const here = async () => {
     const run2 = await runSetup({
@@ -38273,7 +38274,7 @@ var SetupCache = class {
   async restore(key2, workspace) {
     this.wanted.add(key2);
     const entry = join20(this.dir, key2);
-    const manifest = await readFile6(join20(entry, "manifest.json"), "utf8").catch(() => null);
+    const manifest = await readFile5(join20(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
@@ -38599,7 +38600,7 @@ async function episode(job, charged2) {
   const unchanged = !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start2.tree;
   const charge = chargeOf(unchanged);
   Object.assign(charged2, { spent: charge.spent, estimated: charge.basis === "estimated" });
-  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap.index) : [];
+  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap) : [];
   const graded = await gradeStep(job, b, recorded, charge);
   const made = resultOf2(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, ignored, swept: b.swept });
   return commitResult(job, recorded.snap, made, started);
@@ -39081,7 +39082,7 @@ import {
   mkdir as mkdir19,
   mkdtemp as mkdtemp4,
   readdir as readdir14,
-  readFile as readFile12,
+  readFile as readFile11,
   realpath as realpath7,
   rm as rm18,
   stat as stat11,
@@ -39091,11 +39092,11 @@ import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir15, readFile as readFile8, realpath as realpath5, stat as stat6 } from "node:fs/promises";
+import { cp as cp2, mkdir as mkdir15, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
 import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile7, rename as rename6, rm as rm14, writeFile as writeFile14 } from "node:fs/promises";
+import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile6, rename as rename6, rm as rm14, writeFile as writeFile14 } from "node:fs/promises";
 import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
@@ -39132,7 +39133,7 @@ async function linkTree(from, to, objects) {
       if (/^(?:tmp_|incoming-)/.test(e.name)) return;
       if (e.isDirectory()) return linkTree(src, dst, objects);
       if (src === join23(objects, "info", "alternates")) {
-        const lines2 = (await readFile7(src, "utf8")).split("\n").map((l) => l.trim());
+        const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
         return writeFile14(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
       }
@@ -39168,7 +39169,7 @@ var LocalForge = class {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath5(isAbsolute6(common) ? common : resolve5(this.repo, common));
       const objects = join24(commonDir, "objects");
-      const alternates = (await readFile8(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
+      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -39393,7 +39394,7 @@ import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm16 } from "node:f
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
-import { readdir as readdir12, readFile as readFile9, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { readdir as readdir12, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
 import { join as join25, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
@@ -39418,7 +39419,7 @@ async function whileWatchingReads(dir, files, grade) {
   let recorded = false;
   if (first) {
     const path = join25(dir, first.file);
-    await readFile9(path).catch(() => null);
+    await readFile8(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
     });
@@ -39436,7 +39437,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile10, rename as rename7, rm as rm15, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, rm as rm15, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39456,7 +39457,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile10(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile9(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -39494,7 +39495,7 @@ var RunStore = class _RunStore {
    */
   async sealKey() {
     const file2 = this.path(SEAL_KEY);
-    const key2 = await readFile10(file2).catch((e) => {
+    const key2 = await readFile9(file2).catch((e) => {
       if (e.code === "ENOENT") return null;
       throw e;
     });
@@ -39537,7 +39538,7 @@ var RunStore = class _RunStore {
           heldLocks.set(file2, 1);
           return once(async () => this.release(file2));
         }
-        const seen = await readFile10(file2, "utf8").catch(() => null);
+        const seen = await readFile9(file2, "utf8").catch(() => null);
         if (seen === null) continue;
         const pid = holder(seen);
         if (pid && pid !== process.pid) {
@@ -39562,7 +39563,7 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    return holder(await readFile10(this.path("lock"), "utf8").catch(() => ""));
+    return holder(await readFile9(this.path("lock"), "utf8").catch(() => ""));
   }
   async write(name2, content) {
     const file2 = this.path(name2);
@@ -39583,13 +39584,13 @@ async function linked(from, to) {
 async function removeStale(file2, seen, mine) {
   const guard = `${file2}.break`;
   if (!await linked(mine, guard)) {
-    if (holder(await readFile10(guard, "utf8").catch(() => "")) === null) await unlink2(guard).catch(() => {
+    if (holder(await readFile9(guard, "utf8").catch(() => "")) === null) await unlink2(guard).catch(() => {
     });
     else await new Promise((r) => setTimeout(r, 20));
     return;
   }
   try {
-    if (await readFile10(file2, "utf8").catch(() => null) === seen) await unlink2(file2).catch(() => {
+    if (await readFile9(file2, "utf8").catch(() => null) === seen) await unlink2(file2).catch(() => {
     });
   } finally {
     await unlink2(guard).catch(() => {
@@ -39608,7 +39609,7 @@ function holder(lock) {
 }
 async function readRecordFile(file2) {
   try {
-    return await readFile10(file2, "utf8");
+    return await readFile9(file2, "utf8");
   } catch (e) {
     if (e.code !== "ENOENT") throw e;
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
@@ -40153,7 +40154,7 @@ async function onPath(name2, path) {
 
 // src/local/run-place.ts
 import { constants as constants4 } from "node:fs";
-import { access as access2, readFile as readFile11, realpath as realpath6, stat as stat10 } from "node:fs/promises";
+import { access as access2, readFile as readFile10, realpath as realpath6, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 async function runPlaceProblems(taskDir) {
   const problems = [];
@@ -40167,7 +40168,7 @@ async function runPlaceProblems(taskDir) {
     problems.push(
       `${dir} is not writable (a read-only mount or checkout): forkflush keeps each run in its .forkflush folder; run it on a writable copy of the repository`
     );
-  const mount = mountOf(await readFile11("/proc/self/mountinfo", "utf8").catch(() => ""), dir);
+  const mount = mountOf(await readFile10("/proc/self/mountinfo", "utf8").catch(() => ""), dir);
   if (mount?.options.includes("noexec"))
     problems.push(
       `${dir} is on ${mount.point}, mounted noexec: each episode's $FORKFLUSH_GRADE is a program in the run folder there, and could not run; run forkflush on a copy of the repository on a filesystem that runs programs`
@@ -40194,7 +40195,7 @@ async function loadConfig(dir, configFile, overrides) {
   const file2 = resolve6(configFile ?? join30(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile12(file2, "utf8");
+    text = await readFile11(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
@@ -40450,7 +40451,7 @@ async function excludeRunFolders(top) {
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
   const file2 = resolve6(top, r.stdout.trim());
-  const text = await readFile12(file2, "utf8").catch(() => "");
+  const text = await readFile11(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
   await mkdir19(join30(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
@@ -40711,7 +40712,7 @@ async function chooseCompare(o) {
     ...o.branches !== void 0 ? { branches: o.branches } : {}
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
-  const configText2 = await readFile13(file2, "utf8");
+  const configText2 = await readFile12(file2, "utf8");
   const head = await new Git(taskDir).exec(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { check: false });
   const baseCommit = head.exitCode === 0 ? head.stdout.trim() : void 0;
   const created = o.now();
@@ -40840,7 +40841,7 @@ async function compares(taskDir, kind, resuming) {
   const done = [];
   for (const name2 of names) {
     const file2 = join32(root, name2, "compare.json");
-    const text = await readFile13(file2, "utf8").catch(() => null);
+    const text = await readFile12(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
     try {
@@ -41015,7 +41016,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir21, readFile as readFile14, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
+import { mkdir as mkdir21, readFile as readFile13, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
 import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -41311,7 +41312,7 @@ var COMMAND_ENV = `        # What your agent needs, from the repository's secret
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
 async function workflowText(name2, agent, action, version2) {
-  let text = await readFile14(packageFile("examples", "workflows", name2), "utf8");
+  let text = await readFile13(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     const named = version2 ? ` # ${version2}` : "";
@@ -41734,7 +41735,7 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir22, readFile as readFile15, writeFile as writeFile19 } from "node:fs/promises";
+import { appendFile as appendFile5, mkdir as mkdir22, readFile as readFile14, writeFile as writeFile19 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
@@ -41751,7 +41752,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile15(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile14(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -41767,7 +41768,7 @@ var MapCache = class _MapCache {
 `);
   }
   async spec(commit) {
-    const text = await readFile15(this.specFile(commit), "utf8").catch(() => null);
+    const text = await readFile14(this.specFile(commit), "utf8").catch(() => null);
     if (text === null) return null;
     try {
       const v = JSON.parse(text);
@@ -42093,7 +42094,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir17, readFile as readFile16, stat as stat13 } from "node:fs/promises";
+import { readdir as readdir17, readFile as readFile15, stat as stat13 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -42128,7 +42129,7 @@ async function runTarget(taskDir, id) {
 async function compareTarget(taskDir, id) {
   const folder = join36(RunStore.runsDir(taskDir), id);
   const file2 = join36(folder, "compare.json");
-  const manifest = parseManifest(await readFile16(file2, "utf8"), file2);
+  const manifest = parseManifest(await readFile15(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
     if (!e.run) continue;
@@ -42439,7 +42440,7 @@ function stopped(r, end, step, asked) {
 }
 
 // src/local/map-png.ts
-import { readFile as readFile17, writeFile as writeFile21 } from "node:fs/promises";
+import { readFile as readFile16, writeFile as writeFile21 } from "node:fs/promises";
 async function renderPng(svgFile, pngFile) {
   const name2 = "@resvg/resvg-js";
   let Resvg;
@@ -42450,7 +42451,7 @@ async function renderPng(svgFile, pngFile) {
       note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
     };
   }
-  const png = new Resvg(await readFile17(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
+  const png = new Resvg(await readFile16(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
   await writeFile21(pngFile, png);
   return { file: pngFile };
 }

@@ -101,7 +101,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const charge = chargeOf(unchanged);
   Object.assign(charged, { spent: charge.spent, estimated: charge.basis === 'estimated' });
   // Nothing recorded: what it wrote may all be where the workspace's .gitignore leaves it out.
-  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap.index) : [];
+  const ignored = unchanged ? await ignoredFiles(job.own, job.places.workspace, recorded.snap) : [];
   // 7. The judge grades a fresh checkout of exactly that tree.
   const graded = await gradeStep(job, b, recorded, charge);
   // 8. The result, committed on the episode's base.

@@ -1,7 +1,7 @@
 // The snapshot: an episode's workspace as forkflush's own git records it (its .gitignore applies,
 // with setup's outputs and what running code writes left out), protected paths put back as they
 // are at the base, and what could not be recorded (a file over GitHub's size limit) refused.
-import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import {
   RECORDED_CHANGES_MAX_BYTES,
   RECORDED_CHANGES_MAX_FILES,
@@ -19,7 +19,7 @@ import { copyIndex, type OwnRepo } from './cleanroom.js';
  * which would void every score; the judge's checkout never has them (a stale .pyc can stand in
  * for its source). Tracked files are recorded whatever these say.
  */
-const RUNTIME_CACHES = '__pycache__/\n*.py[co]\n.pytest_cache/\n';
+export const RUNTIME_CACHES = '__pycache__/\n*.py[co]\n.pytest_cache/\n';
 
 export interface Snapshot {
   /** The workspace's files, with protected paths as they are at the base. */
@@ -30,9 +30,11 @@ export interface Snapshot {
   index: string;
   /** What was swept out of the workspace first (sweepTree): git would have blocked on it. */
   cleaned: Cleaned;
+  /** The ignore file applied beside the workspace's .gitignore: setup's (its outputs and RUNTIME_CACHES), else its own. */
+  ignoreFile: string;
 }
 
-/** The ignore file a snapshot applies beside the workspace's .gitignore (setup's outputs, RUNTIME_CACHES). */
+/** The ignore file of a snapshot without setup's: RUNTIME_CACHES. */
 const ignoreFileOf = (index: string) => `${index}.exclude`;
 
 /**
@@ -57,8 +59,9 @@ export async function snapshot(
   await copyIndex(checkoutIndex, index);
   // The repository's ignore rules, setup's outputs and caches that running code writes, never the
   // user's own ignore file (as on GitHub).
-  const ignoreFile = ignoreFileOf(index);
-  await writeFile(ignoreFile, `${excludes ? await readFile(excludes, 'utf8') : ''}${RUNTIME_CACHES}`);
+  // Read by git only (bounded), never by forkflush itself: a file there that is not regular stalls git, not the run.
+  const ignoreFile = excludes ?? ignoreFileOf(index);
+  if (!excludes) await writeFile(ignoreFile, RUNTIME_CACHES);
   const ignore = ['-c', `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own, workspace, index, ignore);
   const add = () => own.exec([...ignore, 'add', '--all'], { workTree: workspace, index, check: false });
@@ -86,7 +89,7 @@ export async function snapshot(
   }
   const tree = await own.out(['write-tree'], { index });
   await refuseLongListing(own, tree);
-  return { tree, protectedChanged, index, cleaned };
+  return { tree, protectedChanged, index, cleaned, ignoreFile };
 }
 
 /**
@@ -94,16 +97,16 @@ export async function snapshot(
  * after `snapshot`: for an episode that recorded no change, what it may have written where no
  * commit takes it. At most `max` paths (a folder ignored whole as one).
  */
-export async function ignoredFiles(own: OwnRepo, workspace: string, index: string, max = 5): Promise<string[]> {
+export async function ignoredFiles(own: OwnRepo, workspace: string, snap: Snapshot, max = 5): Promise<string[]> {
   // Said in a note only: a listing too long (an agent's 270,000 ignored files) or stalled says nothing.
-  return ignoredIn(own, workspace, index, max).catch((e: unknown) => {
+  return ignoredIn(own, workspace, snap, max).catch((e: unknown) => {
     if (e instanceof GitStoppedError) throw e;
     return [];
   });
 }
 
-async function ignoredIn(own: OwnRepo, workspace: string, index: string, max: number): Promise<string[]> {
-  const ignore = ['-c', `core.excludesFile=${ignoreFileOf(index)}`];
+async function ignoredIn(own: OwnRepo, workspace: string, { index, ignoreFile }: Snapshot, max: number) {
+  const ignore = ['-c', `core.excludesFile=${ignoreFile}`];
   const status = await own.exec([...ignore, 'status', '--porcelain', '-z', '--ignored'], {
     workTree: workspace,
     index,
@@ -229,5 +232,6 @@ export async function baseSnapshot(own: OwnRepo, index: string, base: string): P
     protectedChanged: [],
     index,
     cleaned: { ...NOTHING_CLEANED },
+    ignoreFile: '/dev/null',
   };
 }
