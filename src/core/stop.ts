@@ -114,12 +114,11 @@ function stopCause(state: RunState): Cause | null {
  * score anything (when the initial workspace has none either), or one that scores only what the
  * agent has not touched (the judge lacks what a changed tree needs), or workspaces that cannot
  * be recorded. With a scored initial workspace, CRASH_STREAK decided episodes at least, as for
- * crashes: one branch that broke the code is no pattern. Branches whose setup failed did not
- * try, and those whose job gave no result were not graded: the grader is judged by the others.
+ * crashes: one branch that broke the code is no pattern. The grader is judged by `gradedEpisodes`.
  */
 function noScoreYet(state: RunState): Cause | null {
   if (!state.rounds[0]?.decision) return null;
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const tried = gradedEpisodes(state);
   if (tried.length === 0) return null;
   if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
@@ -152,12 +151,19 @@ function noScoreSince(state: RunState): Cause | null {
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
 
-/** The episodes of the rounds decided since the last that got a score (none of them did), said; null when too few. */
-export function unscoredSince(state: RunState) {
-  // Not those the machine starved (their round is void): the grader may well score them.
-  const tried = allEpisodes(state).filter(
+/**
+ * The episodes the grader's record is judged by: not those whose setup failed (they did not try),
+ * gave no result (not graded) or whose judge the machine starved (their round is void).
+ */
+function gradedEpisodes(state: RunState): Episode[] {
+  return allEpisodes(state).filter(
     (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result),
   );
+}
+
+/** The episodes of the rounds decided since the last that got a score (none of them did), said; null when too few. */
+export function unscoredSince(state: RunState) {
+  const tried = gradedEpisodes(state);
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e: Episode) => state.rounds.find((r) => r.index === e.round)?.decision !== undefined;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));

@@ -124,6 +124,18 @@ describe('round 9: the grader-stopped-scoring stop', () => {
     expect(haltsOnGitHub(f, true)).toBe(false);
   });
 
+  it('nor are they "the grader scored nothing" in the opening round: two starved and two unscored branches are no streak of three', () => {
+    const starved: Partial<EpisodeResult> = {
+      score: null,
+      reason: 'the grader ran out of memory (the machine was short of memory on both tries)',
+      machineShort: 'memory',
+    };
+    const broken: Partial<EpisodeResult> = { score: null, reason: 'the grader printed no score' };
+    const f = stopReason(openingRound(5, [starved, broken, starved, broken]));
+    // Only the two branches the grader judged count against it, as in noScoreSince.
+    expect(f?.graderScoredNothing, f?.message).toBeUndefined();
+  });
+
   it("nothingDone reads the marker only from forkflush's own part of the note, not from the agent's quoted final message", () => {
     const spoofed: Partial<EpisodeResult> = {
       exit: 'finished',
