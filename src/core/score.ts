@@ -1,5 +1,6 @@
 // The grader contract: the last non-empty line of stdout is the score, either a number or a JSON
 // object with a numeric "score". Anything else gives the episode no score, with a reason.
+import { plainText } from './text.js';
 
 export type ScoreReading = { score: number } | { score: null; reason: string };
 
@@ -8,7 +9,9 @@ export type ScoreReading = { score: number } | { score: null; reason: string };
  * that many characters), and no line break stands before its last line, that line was cut.
  */
 export function parseScore(stdout: string, keptChars: number | null = null): ScoreReading {
-  const lines = stdout.split(/\r?\n/).map((l) => l.trim());
+  // Each line as a terminal shows it: what follows its last carriage return (progress written
+  // over itself), with no colour codes; a score is never made of either.
+  const lines = stdout.split(/\r?\n/).map((l) => plainText(l.slice(l.lastIndexOf('\r') + 1)).trim());
   const last = lines.filter((l) => l !== '').at(-1);
   if (last === undefined) return { score: null, reason: 'the grader printed nothing on stdout' };
   if (keptChars !== null && !stdout.trimEnd().includes('\n'))

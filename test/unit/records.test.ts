@@ -17,6 +17,10 @@ describe('parseScore', () => {
     ['compiling\nchecking\n-3e2\n\n', -300],
     ['{"score": 0.91, "tests": 12}\n', 0.91],
     ['  42  \r\n', 42],
+    // As a terminal shows them: colour codes take no room, a carriage return starts the line again.
+    ['\x1b[32m0.75\x1b[0m\n', 0.75],
+    ['case 1/3\rcase 2/3\rcase 3/3\r17\n', 17],
+    ['0.5\nworking...\r\x1b[K\n', 0.5],
   ])('reads %j', (out, score) => {
     expect(parseScore(out)).toEqual({ score });
   });
@@ -28,6 +32,7 @@ describe('parseScore', () => {
     ['score: 12\n', "the grader's last line is not a number: score: 12"],
     ['{"score": "high"}\n', `the grader's JSON has no numeric "score": {"score": "high"}`],
     ['{oops\n', "the grader's last line is not valid JSON: {oops"],
+    ['\x1b[1mscore: 3\x1b[0m\n', "the grader's last line is not a number: score: 3"],
   ])('gives no score for %j', (out, reason) => {
     expect(parseScore(out)).toEqual({ score: null, reason });
   });
