@@ -52,7 +52,8 @@ export async function runBaseJob(s: ActionSettings, o: JobOptions): Promise<Base
   const scratch = join(places.scratch, 'base');
   await mkdir(scratch, { recursive: true });
   await remote.fetchCommit(base);
-  await checkoutInto(records.own, base, s.workspace, join(places.scratch, 'checkout.index'));
+  const checkout = { own: records.own, index: join(places.scratch, 'checkout.index') };
+  await checkoutInto(checkout.own, base, s.workspace, checkout.index);
   o.log(`grading the initial workspace ${base.slice(0, 10)} in ${s.workspace}`);
   const started = Date.now();
   let score: number | null = null;
@@ -66,6 +67,7 @@ export async function runBaseJob(s: ActionSettings, o: JobOptions): Promise<Base
       isolation,
       scratch,
       process.env,
+      checkout,
     );
     score = g.score;
     if (g.reason) reason = g.reason;

@@ -11,10 +11,9 @@ import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
 import { CONTEXT_LIMITS, cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
-import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
+import { type CheckoutIndex, checkoutInto, OwnRepo } from '../worker/cleanroom.js';
 import { DiskFullError, diskFull } from '../worker/episode-errors.js';
 import { verifySeal } from '../worker/seal.js';
-import { unrecordable } from '../worker/snapshot.js';
 import { dropRoundObjects, linkObjects, type RoundObjects, roundObjects } from './round-objects.js';
 import type { RunStore } from './store.js';
 
@@ -277,8 +276,8 @@ export class LocalForge implements ForgeWork {
     fn: (
       dir: string,
       places: Pick<EpisodePlaces, 'objects' | 'private'>,
-      /** Why what the folder holds beyond the commit could not be recorded, or null. */
-      unrecorded: () => Promise<string | null>,
+      /** The repository and index the folder was checked out with (what it holds beyond the commit is read against them). */
+      checkout: CheckoutIndex,
     ) => Promise<T>,
   ): Promise<T> {
     const { own, commonDir, alternates } = await this.open();
@@ -290,7 +289,7 @@ export class LocalForge implements ForgeWork {
         objects: [own.objects, ...alternates],
         private: [this.repo, commonDir, dirname(this.store.dir)],
       };
-      return await fn(dir, places, () => unrecordable(own, dir, index));
+      return await fn(dir, places, { own, index });
     } finally {
       await removeTree(dir);
       await removeTree(this.store.scratch(name));

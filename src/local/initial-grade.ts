@@ -11,9 +11,11 @@ import { shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import type { SandboxAccount, Unaccounted } from '../io/sandbox.js';
 import { graderConfinement, type Isolation, privateTmp, setupConfinement, withAccount } from '../worker/boundary.js';
+import type { CheckoutIndex } from '../worker/cleanroom.js';
 import { allowedEnv } from '../worker/env.js';
 import { type Grading, runGrader } from '../worker/grade.js';
 import { runSetup } from '../worker/setup.js';
+import { offCommitAtProtectedPaths, unrecordable } from '../worker/snapshot.js';
 import type { LocalForge } from './forge.js';
 import { untrackedFiles, whileWatchingReads } from './grader-reads.js';
 import { RunStore } from './store.js';
@@ -32,10 +34,11 @@ export async function gradeBase(
     env: NodeJS.ProcessEnv;
   },
 ): Promise<Grading> {
-  const baseGrade = await b.forge.withCheckout(b.base, 'base', async (dir, places, unrecorded) => {
-    const grade = await gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base'), b.env);
+  const baseGrade = await b.forge.withCheckout(b.base, 'base', async (dir, places, checkout) => {
+    const scratch = b.store.path('episodes', 'base');
+    const grade = await gradeInitial(config, dir, places, b.isolation, scratch, b.env, checkout);
     // What the grader leaves in its folder, it leaves in the workspace of every agent that grades.
-    const left = config.setup.commands.length === 0 ? await unrecorded() : null;
+    const left = config.setup.commands.length === 0 ? await unrecordable(checkout, dir) : null;
     if (left)
       throw new UserError(
         `grading the initial workspace left a file in it that no episode could record: ${left}. Every agent that runs "$FORKFLUSH_GRADE" ` +
@@ -60,7 +63,9 @@ type InitialGrading = Parameters<typeof gradeInitial>;
 /**
  * Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout,
  * after setup (when there is one). A setup that fails there would fail in every branch of the
- * opening round (they start from the same commit): the run does not start (exit 2).
+ * opening round (they start from the same commit): the run does not start (exit 2). So with a
+ * grader that writes at protected paths (`checkout`: the checkout's, to tell): the judge keeps
+ * them read-only, and in an agent's workspace what it wrote there is the agent's change.
  */
 export async function gradeInitial(
   config: Config,
@@ -69,16 +74,17 @@ export async function gradeInitial(
   isolation: Isolation,
   scratch: string,
   source: NodeJS.ProcessEnv,
+  checkout?: CheckoutIndex,
 ): Promise<Grading> {
   // An account of its own, as every judge has.
   return withAccount(isolation.sandbox, (account) =>
-    gradeInitialAs(account, config, dir, places, isolation, scratch, source),
+    gradeInitialAs(account, config, dir, places, isolation, scratch, source, checkout),
   );
 }
 
 async function gradeInitialAs(
   account: SandboxAccount,
-  ...[config, dir, places, isolation, scratch, source]: InitialGrading
+  ...[config, dir, places, isolation, scratch, source, checkout]: InitialGrading
 ) {
   const tmp = join(scratch, 'tmp');
   await mkdir(join(tmp, 'home'), { recursive: true });
@@ -106,12 +112,24 @@ async function gradeInitialAs(
       );
     }
   }
-  return runGrader(
+  const globs = config.grader.protected;
+  const before = checkout ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
+  const grading = await runGrader(
     config,
     dir,
     env,
     confine(() => graderConfinement(dir, tmp, judged, config, source)),
   );
+  const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
+  const written = after?.filter((p) => !before?.includes(p)) ?? [];
+  if (written.length > 0)
+    throw new UserError(
+      `grading the initial workspace wrote at paths grader.protected keeps (${globs.join(', ')}): ` +
+        `${written.slice(0, NAMED_FILES_MAX).join(', ')}${written.length > NAMED_FILES_MAX ? ', ...' : ''}. ` +
+        "The judge keeps those paths read-only, and what a grading writes there in an agent's workspace is taken for the agent's change, " +
+        'so no episode would get a score: have the grader write elsewhere (under $TMPDIR, or a folder grader.protected does not cover), then run again; nothing ran',
+    );
+  return grading;
 }
 
 interface WorkingTreeGrading {

@@ -86,6 +86,12 @@ export class OwnRepo {
   }
 }
 
+/** A checkout's repository and the index it was checked out with (checkoutInto). */
+export interface CheckoutIndex {
+  own: OwnRepo;
+  index: string;
+}
+
 /**
  * Writes `commit`'s files into `dir` (emptied first). For an agent's workspace (`branch` given) the
  * folder gets a .git of its own: HEAD on the branch, the objects borrowed read-only from

@@ -8,10 +8,11 @@ import {
   RECORDED_FILE_MAX_BYTES,
   RECORDED_TREE_LISTING_MAX_BYTES,
 } from '../core/bounds.js';
+import { matchesAny } from '../core/globs.js';
 import { type Cleaned, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
 import { GitOutputTooLongError, GitStoppedError } from '../io/git.js';
 import { runProcess } from '../io/process.js';
-import { copyIndex, type OwnRepo } from './cleanroom.js';
+import { type CheckoutIndex, copyIndex, type OwnRepo } from './cleanroom.js';
 
 /**
  * What running the code writes beside it, never the agent's work: Python's bytecode and pytest's
@@ -142,15 +143,10 @@ async function refuseLongListing(own: OwnRepo, tree: string): Promise<void> {
 }
 
 /**
- * Throws when the files the agent added or changed (those git would record: its ignore rules
- * apply) are too large to record, before git reads a byte of them: a sparse file of a terabyte
- * costs the agent nothing to make and would take git hours to hash.
+ * Why what a checkout holds beyond its commit could not be recorded, or null: the initial grade
+ * asks it of what the grader left, as every grading in a workspace would.
  */
-/**
- * Why what a checkout (`index`: its checkout's) holds beyond its commit could not be recorded, or
- * null: the initial grade asks it of what the grader left, as every grading in a workspace would.
- */
-export async function unrecordable(own: OwnRepo, dir: string, index: string): Promise<string | null> {
+export async function unrecordable({ own, index }: CheckoutIndex, dir: string): Promise<string | null> {
   const ignoreFile = ignoreFileOf(index);
   await writeFile(ignoreFile, RUNTIME_CACHES);
   return refuseOversized(own, dir, index, ['-c', `core.excludesFile=${ignoreFile}`]).then(
@@ -159,6 +155,34 @@ export async function unrecordable(own: OwnRepo, dir: string, index: string): Pr
   );
 }
 
+/** A path of what RUNTIME_CACHES covers. */
+const RUNTIME_CACHE_PATH = /(^|\/)(__pycache__|\.pytest_cache)\/|\.py[co]$/;
+
+/**
+ * The files of a checkout at protected paths that are not its commit's: made (ignored ones too:
+ * the judge's protected folders are read-only whatever .gitignore says), changed or removed;
+ * RUNTIME_CACHES aside. Null when git's listing passes its bound.
+ */
+export async function offCommitAtProtectedPaths(
+  { own, index }: CheckoutIndex,
+  dir: string,
+  globs: readonly string[],
+): Promise<string[] | null> {
+  if (globs.length === 0) return [];
+  const listed = await own.exec(['ls-files', '--others', '--modified', '-z'], { workTree: dir, index }).catch((e) => {
+    if (e instanceof GitOutputTooLongError) return null;
+    throw e;
+  });
+  if (listed === null) return null;
+  const paths = new Set(listed.stdout.split('\0').filter(Boolean));
+  return [...paths].filter((p) => matchesAny(p, globs) && !RUNTIME_CACHE_PATH.test(p));
+}
+
+/**
+ * Throws when the files the agent added or changed (those git would record: its ignore rules
+ * apply) are too large to record, before git reads a byte of them: a sparse file of a terabyte
+ * costs the agent nothing to make and would take git hours to hash.
+ */
 async function refuseOversized(own: OwnRepo, workspace: string, index: string, ignore: string[]): Promise<void> {
   // Quoted names are ASCII (octal escapes for other bytes): exact, whatever the agent named its files.
   const listed = await own.out(

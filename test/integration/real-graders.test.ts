@@ -1,0 +1,182 @@
+// Graders that real users write, run overnight with nobody watching (a review's): a grader that
+// builds its harness inside its own protected folder, a benchmark whose score is noisy, a score
+// printed in colour, progress written with carriage returns. Each row is a whole CLI run (or dry
+// run) with a command agent, and says what the user expects: a setup that cannot work refused
+// before any agent runs, a run that does not crown noise silently, and reasons that show what the
+// grader really printed.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isolationFor } from '../../src/worker/boundary.js';
+import { cli } from './cli-io.js';
+import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+
+/** The lines of stderr that are forkflush's own (not the progress). */
+const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
+const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
+/** What a terminal shows of a line: colour codes take no room, a carriage return goes back to its start. */
+const onScreen = (line: string) =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape is what is removed
+  line.replace(/\x1b\[[0-9;]*m/g, '');
+
+/** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
+function retask(repo: TaskRepo, files: Record<string, string>, config: string): void {
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(repo.dir, name)), { recursive: true });
+    writeFileSync(join(repo.dir, name), text);
+  }
+  writeFileSync(join(repo.dir, '.github', 'autoresearch.yml'), config);
+  repo.git('add', '-A');
+  repo.git('commit', '-qm', 'the task');
+}
+
+/** A small config: serial episodes of 6 tokens, the given grader and protected paths. */
+const config = (grader: string, protectedPaths: string[], total = 12) => `grader:
+  command: ${grader}
+  protected: ${JSON.stringify(protectedPaths)}
+  timeout: 60
+agent:
+  command: sh agent.sh
+  timeout: 60
+budget:
+  total: ${total}
+  unit: tokens
+  episode: 6
+strategy: single-run
+`;
+
+/** An agent that adds one to value.txt and checks its score with $FORKFLUSH_GRADE, as the prompt tells it to. */
+const IMPROVES =
+  'cat > /dev/null\nv=$(cat value.txt); echo $((v+1)) > value.txt\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n';
+
+describe('graders real users write', async () => {
+  const sandboxed = (await isolationFor('auto')).sandbox !== null;
+  if (!sandboxed) console.warn('\n!!!!!!!! REAL-GRADER RUN TESTS SKIPPED: no sandbox here. !!!!!!!!\n');
+  const maybe = sandboxed ? it : it.skip;
+
+  // A C or Python project whose test harness is built by the grader inside its own protected
+  // folder (`make -C tests`, `cc -o tests/build/check`, pytest's --junitxml=tests/report.xml),
+  // `tests/**` protected as `forkflush init --protected` suggests. The dry run grades the initial
+  // workspace unconfined by the judge's rules (local/initial-grade.ts gradeInitialAs: no read-only
+  // protected folders, no check of what the grader made under them) and says "the checks passed".
+  // In the run, every $FORKFLUSH_GRADE the agent calls leaves tests/build/v in its live workspace;
+  // the snapshot (worker/snapshot.ts) records it as the agent's change to a protected path, and
+  // every episode gets "no score: the agent changed protected paths: tests/build/v". After the
+  // opening round the run stops (exit 1), its budget for those episodes spent, telling the user
+  // "the agent changes what grader.protected keeps every time: say in the task that it must not":
+  // the agent never wrote there, the grader did. (An agent that never grades fares no better: the
+  // judge's tests/ is read-only, so the build fails there.) What the initial grading leaves under
+  // a protected path is known before any agent runs, as a file too large to record already is.
+  maybe(
+    'a grader that builds into its protected tests folder: the run and its dry run refuse before any agent, naming what it wrote',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          'tests/grade.sh': 'mkdir -p tests/build && cp value.txt tests/build/v && cat tests/build/v\n',
+          'agent.sh': IMPROVES,
+        },
+        config('sh tests/grade.sh', ['tests/**']),
+      );
+      for (const how of [['--dry-run'], []]) {
+        const r = await cli('run', repo.dir, ...how);
+        const told = said(r.err).join('\n');
+        expect(told).not.toMatch(/the agent changes what grader.protected keeps/);
+        expect(r.code, `${how.join(' ') || 'run'}: ${r.out}\n${r.err}`).toBe(2);
+        expect(told).toContain('tests/build/v');
+      }
+    },
+    300_000,
+  );
+
+  // A benchmark grader (a timing, a sampled metric) whose score varies by about 1% from one run to
+  // the next on the same code. The README calls the grader deterministic, and nothing checks it.
+  // The agent improves once (value 1, about 1000), then its next episodes change nothing (an agent
+  // that tried, found nothing better, and put the code back): the judge grades the same tree again
+  // and again and gets 1000..1009. Each lucky regrade becomes the run's best ("Best score: 1008
+  // from round 3": an episode that changed nothing, over an identical tree that scored 1001), the
+  // run exits 0 with no warning, and the user reads noise as progress. In a fork round the same
+  // noise picks the winner. forkflush had the proof in hand: an unchanged episode's tree is its
+  // base's, graded twice with two scores (core/end-warnings.ts has sameScoreEverywhere, nothing
+  // for this).
+  maybe(
+    'a noisy grader: the run says the same tree got different scores, rather than crown a lucky regrade',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          // value x 1000, plus 0..9 of noise.
+          'grade.sh': 'j=$(( $(od -An -N1 -tu1 /dev/urandom) % 10 ))\necho $(( $(cat value.txt) * 1000 + j ))\n',
+          'agent.sh':
+            'cat > /dev/null\nif [ "$FORKFLUSH_EPISODE" = r0.b0 ]; then echo 1 > value.txt; fi\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('sh grade.sh', ['grade.sh'], 24),
+      );
+      const r = await cli('run', repo.dir);
+      const s = await status(repo.dir);
+      const unchanged = s.rounds.flatMap((round: { episodes: { id: string; score: number | null }[] }) =>
+        round.episodes.filter((e) => e.id !== 'r0.b0'),
+      );
+      const scores = new Set([s.rounds[0].episodes[0].score, ...unchanged.map((e: { score: number }) => e.score)]);
+      // The premise: the same tree got more than one score (0.1% chance that it did not).
+      expect(scores.size, r.out).toBeGreaterThan(1);
+      expect(said(r.err).join('\n'), `${r.out}\n${r.err}`).toMatch(/not deterministic|different scores/i);
+    },
+    300_000,
+  );
+
+  // A shell grader that prints its score in colour (`printf '\033[32m%s\033[0m\n' "$score"`, a
+  // test runner's coloured summary, rich/chalk forced on). The score line is not a bare number,
+  // and the reason quotes it with its colour codes removed: the dry run prints (its escape codes
+  // raw, which the terminal renders) "initial workspace: no score (the grader's last line is not a
+  // number: 0)", and the run's stop says "(the grader's last line is not a number: 1)". The user
+  // is told that "1" is not a number, and looks everywhere but at the colour. core/score.ts
+  // parseScore reads the line with its escapes; core/text.ts plainText then hides them in the
+  // reason. The number a terminal shows is read.
+  maybe(
+    "a score printed in colour: the reason does not call the number the user sees 'not a number'",
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        { 'grade.sh': 'printf "\\033[32m%s\\033[0m\\n" "$(cat value.txt)"\n', 'agent.sh': IMPROVES },
+        config('sh grade.sh', ['grade.sh']),
+      );
+      const dry = await cli('run', repo.dir, '--dry-run');
+      const initial = onScreen(dry.out.split('\n').find((l) => l.startsWith('initial workspace:')) ?? '');
+      expect(initial).not.toMatch(/is not a number: 0\)/);
+      expect(initial).toBe('initial workspace: score 0');
+      const r = await cli('run', repo.dir);
+      expect(said(r.err).join('\n')).not.toMatch(/is not a number: 1\)/);
+    },
+    300_000,
+  );
+
+  // A hand-written benchmark that shows its progress on stdout with carriage returns, Python's
+  // `print(f"case {i}/{n}", end="\r")`, then prints the score. A terminal shows the score at the
+  // start of the last line; the grader's output holds "case 1/3\rcase 2/3\rcase 3/3\r0". core/
+  // score.ts parseScore splits lines on "\n" only, so the last line is all of it, and the reason,
+  // its carriage returns removed (core/text.ts plainText), reads "the grader's last line is not a
+  // number: case 1/3case 2/3case 3/30": a "3/30" the grader never printed, the score glued to the
+  // progress (the dry run prints the carriage returns raw, and the terminal writes over the start of its own line). The run spends its opening round and stops. Treating a carriage return as the end
+  // of a line (as the terminal the user tried it in does) reads 0.
+  maybe(
+    'progress with carriage returns before the score: the score is read, not glued to the progress',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          'grade.sh': 'for i in 1 2 3; do printf "case %s/3\\r" $i; done\ncat value.txt\n',
+          'agent.sh': IMPROVES,
+        },
+        config('sh grade.sh', ['grade.sh']),
+      );
+      const dry = await cli('run', repo.dir, '--dry-run');
+      expect(dry.out).toMatch(/^initial workspace: score 0$/m);
+    },
+    300_000,
+  );
+});
