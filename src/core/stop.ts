@@ -82,12 +82,15 @@ function cause(state: RunState): Cause | null {
   const c = stopCause(state);
   const open = state.rounds.find((r) => !r.decision);
   if (!c?.retry || c.retry.length === 0 || !open) return c;
-  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  // A resume runs again what stopped the run, and what the stop halted in flight (no result yet).
+  const halted = open.episodes.filter((e) => !e.result && !c.retry?.includes(e));
+  const again = [...c.retry, ...halted].reduce((n, e) => n + e.allowance, 0);
   const [used, bound, which] = open.extra
     ? [extraSpent(state), extraRounds(state.config).budget, 'schedule.budget']
     : [spent(state), state.config.budget.total, 'budget.total'];
   if (used + again <= bound * (1 + 1e-9)) return c;
-  const note = `; a resume cannot run ${c.retry.length === 1 ? 'it' : 'them'} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  const also = halted.length > 0 ? ` and the ${halted.map((e) => e.id).join(', ')} it halted` : '';
+  const note = `; a resume cannot run ${c.retry.length === 1 ? 'it' : 'them'}${also} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
   return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
 }
 
