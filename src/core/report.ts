@@ -138,8 +138,8 @@ export function roundRows(state: RunState): string[][] {
   });
 }
 
-/** One paragraph: where the run stands. */
-export function summary(state: RunState): string {
+/** One paragraph: where the run stands; `markdown`: for report.md, what others wrote in the stop as inert code. */
+export function summary(state: RunState, markdown = false): string {
   const c = state.config;
   const unit = c.budget.unit;
   const stop = runStop(state);
@@ -148,7 +148,7 @@ export function summary(state: RunState): string {
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} ` +
       `(spent ${formatNumber(spent(state), 2)}${estimated > 0 ? `, of which ${formatNumber(estimated, 2)} estimated` : ''})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`,
   ];
-  if (stop) lines.push(`Stopped: ${stop.message}.`);
+  if (stop) lines.push(`Stopped: ${markdown ? stop.markdown : stop.message}.`);
   if (state.best) {
     lines.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, ` +
@@ -221,7 +221,7 @@ export function renderReport(
   state: RunState,
   o: { chartFile?: string; place?: RunPlace; episodeLogs?: (episode: string) => { name: string; path: string }[] } = {},
 ): string {
-  const parts = [`# forkflush run ${state.id}`, '', summary(state).split('\n').join('  \n'), ''];
+  const parts = [`# forkflush run ${state.id}`, '', summary(state, true).split('\n').join('  \n'), ''];
   const home = o.place ? takeHomeLines(state, o.place) : [];
   // The command as code, the parenthesis that closes the sentence outside it (a copied command must run).
   if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git [^)]*)(\)?)$/, ': `$1`$2')).join('  \n'), '');
