@@ -2,7 +2,7 @@
 // warnings (the CLI's last lines, the run's GitHub status) that it did less than it seemed to.
 import { charged, spent } from './budget.js';
 import { extraSpent } from './schedule.js';
-import { allEpisodes, type RunState, setupFailed } from './state.js';
+import { allEpisodes, type Episode, type RunState, setupFailed } from './state.js';
 import { crashedIdle, unscoredSince } from './stop.js';
 import { formatNumber } from './text.js';
 
@@ -57,20 +57,35 @@ export function overBudget(state: RunState): string | null {
   const { total, unit } = state.config.budget;
   const used = spent(state) - extraSpent(state);
   if (state.status !== 'finished' || used <= total * (1 + 1e-9)) return null;
-  const over = state.rounds
-    .flatMap((r) => (r.extra ? [] : r.episodes))
-    .filter((e) => charged(e) > e.allowance * (1 + 1e-9))
-    .sort((a, b) => charged(b) - b.allowance - (charged(a) - a.allowance));
-  const named = over
-    .slice(0, 3)
-    .map((e) => `${e.id}: ${formatNumber(charged(e), 3)} of ${formatNumber(e.allowance, 3)}`);
-  return (
-    `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ` +
-    `${over.length === 1 ? 'an episode' : `${over.length} episodes`} spent past ${over.length === 1 ? 'its allowance' : 'their allowances'} (${named.join(', ')}${over.length > 3 ? ', ...' : ''}); ` +
-    (state.config.agent.kind === 'command'
-      ? 'a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET'
-      : 'an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it')
-  );
+  const episodes = state.rounds.flatMap((r) => (r.extra ? [] : r.episodes));
+  const own = (e: Episode) => e.result?.spent ?? 0;
+  // An attempt past its allowance is the agent's doing; an interrupted attempt charged beside the
+  // one that ran again on resume is the interruption's, said apart.
+  const over = episodes
+    .filter((e) => own(e) > e.allowance * (1 + 1e-9))
+    .sort((a, b) => own(b) - b.allowance - (own(a) - a.allowance));
+  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own(e), 3)} of ${formatNumber(e.allowance, 3)}`);
+  const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const why = [
+    ...(over.length > 0
+      ? [
+          `${over.length === 1 ? 'an episode' : `${over.length} episodes`} spent past ${over.length === 1 ? 'its allowance' : 'their allowances'} (${named.join(', ')}${over.length > 3 ? ', ...' : ''}); ` +
+            (state.config.agent.kind === 'command'
+              ? 'a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET'
+              : 'an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it'),
+        ]
+      : []),
+    ...(rerun.length > 0
+      ? [
+          `${rerun.length === 1 ? 'an episode' : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), ` +
+            `what ${rerun.length === 1 ? 'its interrupted attempts' : 'their interrupted attempts'} spent charged too (${formatNumber(
+              rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+              3,
+            )})`,
+        ]
+      : []),
+  ];
+  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${why.join('; and ')}`;
 }
 
 /**

@@ -12,7 +12,7 @@ import {
 import { issueComment } from '../../src/core/github-status.js';
 import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings, simulate } from '../../src/core/plan.js';
-import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
+import { applyDecision, applyInterrupted, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 import { haltsOnGitHub, retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
 import { config, laterRounds, openingRound, result } from './helpers.js';
@@ -433,6 +433,36 @@ describe('overBudget', () => {
     expect(
       overBudget(simulate(parseConfig(yaml('command'), 'x'), (e) => ({ spent: e.allowance, score: 1 }), 1)),
     ).toBeNull();
+  });
+});
+
+describe('overBudget after interruptions', () => {
+  it('does not blame an agent that kept to its allowance when an interrupted attempt was charged beside the one that ran again', () => {
+    // review (a long night): after Ctrl-C and resume, "r0.b0: 10 of 8 ... have it stop itself at
+    // $FORKFLUSH_BUDGET" named an agent that never spent past its allowance in one attempt.
+    const c = parseConfig(
+      'grader: {command: x}\nagent: {command: y}\nbudget: {total: 16, unit: tokens, episode: 8}\nstrategy: single-run\n',
+      'x',
+    );
+    let s = newRunState({ id: 't', seed: 1, config: c, baseCommit: 'base', baseScore: 1 });
+    for (;;) {
+      const [a] = reconcile(s);
+      if (!a) break;
+      if (a.type === 'open') {
+        s = applyOpen(s, a.round);
+        for (const e of a.round.episodes) {
+          // The last episode: the allowances of those after it cannot make room.
+          if (e.id === 'r1.b0') s = applyInterrupted(s, e.id, 3);
+          s = applyResult(s, e.id, result(2, e.allowance));
+        }
+      } else if (a.type === 'decide') s = applyDecision(s, a.round, a.decision);
+      else if (a.type === 'finish') s = { ...s, status: 'finished' };
+      else break;
+    }
+    const w = overBudget(s) ?? '';
+    expect(w).toMatch(/^the run spent 19 of its 16 tokens: an episode ran again after an interruption/);
+    expect(w).toContain('(3)');
+    expect(w).not.toContain('spent past its allowance');
   });
 });
 
