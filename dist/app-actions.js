@@ -68807,7 +68807,7 @@ function boundedFailure(f) {
   };
 }
 function boundedText(text, max) {
-  return cutText(plainText(text), max);
+  return cutText(plainText(text).replace(/\s*\n\s*/g, " "), max);
 }
 function boundedUsage(u) {
   return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
@@ -69463,10 +69463,12 @@ function cause(state) {
   const c = stopCause(state);
   const open3 = state.rounds.find((r) => !r.decision);
   if (!c?.retry || c.retry.length === 0 || !open3) return c;
-  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const halted = open3.episodes.filter((e) => !e.result && !c.retry?.includes(e));
+  const again = [...c.retry, ...halted].reduce((n, e) => n + e.allowance, 0);
   const [used, bound, which2] = open3.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
   if (used + again <= bound * (1 + 1e-9)) return c;
-  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which2}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  const also = halted.length > 0 ? ` and the ${halted.map((e) => e.id).join(", ")} it halted` : "";
+  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"}${also} again: with ${formatNumber(used)} of ${which2}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
   return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
 }
 function stopCause(state) {
@@ -69488,7 +69490,7 @@ function stopCause(state) {
 }
 function noScoreYet(state) {
   if (!state.rounds[0]?.decision) return null;
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const tried = gradedEpisodes(state);
   if (tried.length === 0) return null;
   if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
@@ -69504,10 +69506,13 @@ function noScoreSince(state) {
   const text = (q) => `${u?.what(q)}, so the run stopped rather than spend the rest of its budget; its best so far is kept: ${u?.fix}`;
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
-function unscoredSince(state) {
-  const tried = allEpisodes(state).filter(
+function gradedEpisodes(state) {
+  return allEpisodes(state).filter(
     (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result)
   );
+}
+function unscoredSince(state) {
+  const tried = gradedEpisodes(state);
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));
@@ -71021,17 +71026,35 @@ function paddedRange(values) {
 
 // src/core/end-warnings.ts
 function endWarnings(state, quote = (t) => t) {
-  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
-    (w) => w !== null
-  );
+  return [
+    overBudget(state),
+    budgetLeftUnspent(state),
+    sameScoreEverywhere(state),
+    regradedDifferently(state),
+    unscoredEnd(state, quote)
+  ].filter((w) => w !== null);
 }
 function overBudget(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state) - extraSpent(state);
   if (state.status !== "finished" || used <= total * (1 + 1e-9)) return null;
-  const over = state.rounds.flatMap((r) => r.extra ? [] : r.episodes).filter((e) => charged(e) > e.allowance * (1 + 1e-9)).sort((a, b) => charged(b) - b.allowance - (charged(a) - a.allowance));
-  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(charged(e), 3)} of ${formatNumber(e.allowance, 3)}`);
-  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it");
+  const episodes = state.rounds.flatMap((r) => r.extra ? [] : r.episodes);
+  const own2 = (e) => e.result?.spent ?? 0;
+  const over = episodes.filter((e) => own2(e) > e.allowance * (1 + 1e-9)).sort((a, b) => own2(b) - b.allowance - (own2(a) - a.allowance));
+  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own2(e), 3)} of ${formatNumber(e.allowance, 3)}`);
+  const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const why = [
+    ...over.length > 0 ? [
+      `${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it")
+    ] : [],
+    ...rerun.length > 0 ? [
+      `${rerun.length === 1 ? "an episode" : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), what ${rerun.length === 1 ? "its interrupted attempts" : "their interrupted attempts"} spent charged too (${formatNumber(
+        rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+        3
+      )})`
+    ] : []
+  ];
+  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${why.join("; and ")}`;
 }
 function budgetLeftUnspent(state) {
   const { total, unit } = state.config.budget;
@@ -71047,6 +71070,22 @@ function sameScoreEverywhere(state) {
   if (state.status !== "finished" || score === null || changed.length < 3) return null;
   if (!changed.every((e) => e.result?.score === score)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+function regradedDifferently(state) {
+  if (state.status !== "finished") return null;
+  const graded = /* @__PURE__ */ new Map([
+    [state.base.commit, { id: "the initial workspace", score: state.base.score }]
+  ]);
+  for (const e of allEpisodes(state)) if (e.result) graded.set(e.result.commit, { id: e.id, score: e.result.score });
+  const differing = allEpisodes(state).flatMap((e) => {
+    const score = e.result?.unchanged === true && !e.result.machineShort ? e.result.score : null;
+    const base = graded.get(e.base);
+    return score !== null && base && base.score !== null && base.score !== score ? [{ e, score, base }] : [];
+  });
+  const first = differing[0];
+  if (!first) return null;
+  const more = differing.length > 1 ? ` (and ${differing.length - 1} more such episodes)` : "";
+  return `the grader gave the same files different scores: ${first.e.id} changed nothing and scored ${formatNumber(first.score, 6)}, where ${first.base.id} scored ${formatNumber(first.base.score, 6)}${more}. A grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly luck: have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart`;
 }
 function unscoredEnd(state, quote) {
   const u = state.status === "finished" ? unscoredSince(state) : null;

@@ -30294,7 +30294,7 @@ function boundedFailure(f2) {
   };
 }
 function boundedText(text, max) {
-  return cutText(plainText(text), max);
+  return cutText(plainText(text).replace(/\s*\n\s*/g, " "), max);
 }
 function boundedUsage(u) {
   return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
@@ -31002,10 +31002,12 @@ function cause(state) {
   const c = stopCause(state);
   const open4 = state.rounds.find((r) => !r.decision);
   if (!c?.retry || c.retry.length === 0 || !open4) return c;
-  const again = c.retry.reduce((n, e) => n + e.allowance, 0);
+  const halted = open4.episodes.filter((e) => !e.result && !c.retry?.includes(e));
+  const again = [...c.retry, ...halted].reduce((n, e) => n + e.allowance, 0);
   const [used, bound, which] = open4.extra ? [extraSpent(state), extraRounds(state.config).budget, "schedule.budget"] : [spent(state), state.config.budget.total, "budget.total"];
   if (used + again <= bound * (1 + 1e-9)) return c;
-  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
+  const also = halted.length > 0 ? ` and the ${halted.map((e) => e.id).join(", ")} it halted` : "";
+  const note = `; a resume cannot run ${c.retry.length === 1 ? "it" : "them"}${also} again: with ${formatNumber(used)} of ${which}'s ${formatNumber(bound)} spent, their allowances (${formatNumber(again)}) would take the run past it, so start a new run`;
   return { stop: { ...c.stop, message: c.stop.message + note, markdown: c.stop.markdown + note }, retry: null };
 }
 function stopCause(state) {
@@ -31027,7 +31029,7 @@ function stopCause(state) {
 }
 function noScoreYet(state) {
   if (!state.rounds[0]?.decision) return null;
-  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e) && !gaveNoResult(e.result));
+  const tried = gradedEpisodes(state);
   if (tried.length === 0) return null;
   if (tried.some((e) => e.result?.score !== null)) return noScoreSince(state);
   const decided = tried.filter((e) => state.rounds.find((r) => r.index === e.round)?.decision);
@@ -31043,10 +31045,13 @@ function noScoreSince(state) {
   const text = (q) => `${u?.what(q)}, so the run stopped rather than spend the rest of its budget; its best so far is kept: ${u?.fix}`;
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
-function unscoredSince(state) {
-  const tried = allEpisodes(state).filter(
+function gradedEpisodes(state) {
+  return allEpisodes(state).filter(
     (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result)
   );
+}
+function unscoredSince(state) {
+  const tried = gradedEpisodes(state);
   const last = tried.findLast((e) => e.result?.score !== null);
   const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
   const since = tried.filter((e) => last && e.round > last.round && decided(e));
@@ -31283,7 +31288,7 @@ function roundRows(state) {
     ];
   });
 }
-function summary(state) {
+function summary(state, markdown = false) {
   const c = state.config;
   const unit = c.budget.unit;
   const stop3 = runStop(state);
@@ -31291,7 +31296,7 @@ function summary(state) {
   const lines2 = [
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}${estimated > 0 ? `, of which ${formatNumber(estimated, 2)} estimated` : ""})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`
   ];
-  if (stop3) lines2.push(`Stopped: ${stop3.message}.`);
+  if (stop3) lines2.push(`Stopped: ${markdown ? stop3.markdown : stop3.message}.`);
   if (state.best) {
     lines2.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, on branch ${bestBranch(state.id)} (commit ${state.best.commit.slice(0, 10)}).`
@@ -31335,7 +31340,7 @@ function takeHomeLines(state, place) {
 var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran (it spent nothing and is never adopted); undecided: its round is not decided yet (still running, or the run stopped before).";
 var SPENT_LEGEND = 'Spent: measured, or as the agent reported it; ~ marks an estimate, for an agent that reported no usage (README, "Troubleshooting").';
 function renderReport(state, o = {}) {
-  const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
+  const parts = [`# forkflush run ${state.id}`, "", summary(state, true).split("\n").join("  \n"), ""];
   const home = o.place ? takeHomeLines(state, o.place) : [];
   if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git [^)]*)(\)?)$/, ": `$1`$2")).join("  \n"), "");
   if (o.chartFile) parts.push(`![Score versus spend](${o.chartFile})`, "");
@@ -32383,9 +32388,13 @@ function runWidth(config2) {
 
 // src/core/end-warnings.ts
 function endWarnings(state, quote = (t) => t) {
-  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
-    (w) => w !== null
-  );
+  return [
+    overBudget(state),
+    budgetLeftUnspent(state),
+    sameScoreEverywhere(state),
+    regradedDifferently(state),
+    unscoredEnd(state, quote)
+  ].filter((w) => w !== null);
 }
 function nothingDone(state) {
   const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
@@ -32414,9 +32423,23 @@ function overBudget(state) {
   const { total, unit } = state.config.budget;
   const used = spent(state) - extraSpent(state);
   if (state.status !== "finished" || used <= total * (1 + 1e-9)) return null;
-  const over = state.rounds.flatMap((r) => r.extra ? [] : r.episodes).filter((e) => charged(e) > e.allowance * (1 + 1e-9)).sort((a, b) => charged(b) - b.allowance - (charged(a) - a.allowance));
-  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(charged(e), 3)} of ${formatNumber(e.allowance, 3)}`);
-  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it");
+  const episodes = state.rounds.flatMap((r) => r.extra ? [] : r.episodes);
+  const own3 = (e) => e.result?.spent ?? 0;
+  const over = episodes.filter((e) => own3(e) > e.allowance * (1 + 1e-9)).sort((a, b) => own3(b) - b.allowance - (own3(a) - a.allowance));
+  const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own3(e), 3)} of ${formatNumber(e.allowance, 3)}`);
+  const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const why = [
+    ...over.length > 0 ? [
+      `${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it")
+    ] : [],
+    ...rerun.length > 0 ? [
+      `${rerun.length === 1 ? "an episode" : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), what ${rerun.length === 1 ? "its interrupted attempts" : "their interrupted attempts"} spent charged too (${formatNumber(
+        rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+        3
+      )})`
+    ] : []
+  ];
+  return `the run spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: ${why.join("; and ")}`;
 }
 function budgetLeftUnspent(state) {
   const { total, unit } = state.config.budget;
@@ -32432,6 +32455,22 @@ function sameScoreEverywhere(state) {
   if (state.status !== "finished" || score2 === null || changed.length < 3) return null;
   if (!changed.every((e) => e.result?.score === score2)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+function regradedDifferently(state) {
+  if (state.status !== "finished") return null;
+  const graded = /* @__PURE__ */ new Map([
+    [state.base.commit, { id: "the initial workspace", score: state.base.score }]
+  ]);
+  for (const e of allEpisodes(state)) if (e.result) graded.set(e.result.commit, { id: e.id, score: e.result.score });
+  const differing = allEpisodes(state).flatMap((e) => {
+    const score2 = e.result?.unchanged === true && !e.result.machineShort ? e.result.score : null;
+    const base = graded.get(e.base);
+    return score2 !== null && base && base.score !== null && base.score !== score2 ? [{ e, score: score2, base }] : [];
+  });
+  const first = differing[0];
+  if (!first) return null;
+  const more = differing.length > 1 ? ` (and ${differing.length - 1} more such episodes)` : "";
+  return `the grader gave the same files different scores: ${first.e.id} changed nothing and scored ${formatNumber(first.score, 6)}, where ${first.base.id} scored ${formatNumber(first.base.score, 6)}${more}. A grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly luck: have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart`;
 }
 function unscoredEnd(state, quote) {
   const u = state.status === "finished" ? unscoredSince(state) : null;
@@ -37249,7 +37288,7 @@ import { join as join15 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
-  const lines2 = stdout.split(/\r?\n/).map((l) => l.trim());
+  const lines2 = stdout.split(/\r?\n/).map((l) => plainText(l.slice(l.lastIndexOf("\r") + 1)).trim());
   const last = lines2.filter((l) => l !== "").at(-1);
   if (last === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
   if (keptChars !== null && !stdout.trimEnd().includes("\n"))
@@ -37983,13 +38022,24 @@ async function refuseLongListing(own3, tree) {
       `the workspace's paths, listed, pass ${megabytes(RECORDED_TREE_LISTING_MAX_BYTES)} (fewer files, or shorter names); keep generated files out with .gitignore`
     );
 }
-async function unrecordable(own3, dir, index) {
+async function unrecordable({ own: own3, index }, dir) {
   const ignoreFile = ignoreFileOf(index);
   await writeFile11(ignoreFile, RUNTIME_CACHES);
   return refuseOversized(own3, dir, index, ["-c", `core.excludesFile=${ignoreFile}`]).then(
     () => null,
     (e) => e.message
   );
+}
+var RUNTIME_CACHE_PATH = /(^|\/)(__pycache__|\.pytest_cache)\/|\.py[co]$/;
+async function offCommitAtProtectedPaths({ own: own3, index }, dir, globs) {
+  if (globs.length === 0) return [];
+  const listed = await own3.exec(["ls-files", "--others", "--modified", "-z"], { workTree: dir, index }).catch((e) => {
+    if (e instanceof GitOutputTooLongError) return null;
+    throw e;
+  });
+  if (listed === null) return null;
+  const paths = new Set(listed.stdout.split("\0").filter(Boolean));
+  return [...paths].filter((p) => matchesAny(p, globs) && !RUNTIME_CACHE_PATH.test(p));
 }
 async function refuseOversized(own3, workspace, index, ignore) {
   const listed = await own3.out(
@@ -39375,7 +39425,7 @@ var LocalForge = class {
         objects: [own3.objects, ...alternates],
         private: [this.repo, commonDir, dirname10(this.store.dir)]
       };
-      return await fn(dir, places, () => unrecordable(own3, dir, index));
+      return await fn(dir, places, { own: own3, index });
     } finally {
       await removeTree(dir);
       await removeTree(this.store.scratch(name2));
@@ -39638,9 +39688,10 @@ async function writeDurably(file2, content, how) {
 
 // src/local/initial-grade.ts
 async function gradeBase(config2, b) {
-  const baseGrade = await b.forge.withCheckout(b.base, "base", async (dir, places, unrecorded) => {
-    const grade = await gradeInitial(config2, dir, places, b.isolation, b.store.path("episodes", "base"), b.env);
-    const left = config2.setup.commands.length === 0 ? await unrecorded() : null;
+  const baseGrade = await b.forge.withCheckout(b.base, "base", async (dir, places, checkout) => {
+    const scratch = b.store.path("episodes", "base");
+    const grade = await gradeInitial(config2, dir, places, b.isolation, scratch, b.env, checkout);
+    const left = config2.setup.commands.length === 0 ? await unrecordable(checkout, dir) : null;
     if (left)
       throw new UserError(
         `grading the initial workspace left a file in it that no episode could record: ${left}. Every agent that runs "$FORKFLUSH_GRADE" would leave it too, and its episode would get no score; nothing ran`
@@ -39655,13 +39706,13 @@ async function gradeBase(config2, b) {
   }
   return baseGrade;
 }
-async function gradeInitial(config2, dir, places, isolation, scratch, source) {
+async function gradeInitial(config2, dir, places, isolation, scratch, source, checkout) {
   return withAccount(
     isolation.sandbox,
-    (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch, source)
+    (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch, source, checkout)
   );
 }
-async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source]) {
+async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source, checkout]) {
   const tmp = join27(scratch, "tmp");
   await mkdir17(join27(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
@@ -39683,12 +39734,21 @@ async function gradeInitialAs(account, ...[config2, dir, places, isolation, scra
       );
     }
   }
-  return runGrader(
+  const globs = config2.grader.protected;
+  const before = checkout ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
+  const grading = await runGrader(
     config2,
     dir,
     env,
     confine(() => graderConfinement(dir, tmp, judged2, config2, source))
   );
+  const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
+  const written = after?.filter((p) => !before?.includes(p)) ?? [];
+  if (written.length > 0)
+    throw new UserError(
+      `grading the initial workspace wrote at paths grader.protected keeps (${globs.join(", ")}): ${written.slice(0, NAMED_FILES_MAX).join(", ")}${written.length > NAMED_FILES_MAX ? ", ..." : ""}. The judge keeps those paths read-only, and what a grading writes there in an agent's workspace is taken for the agent's change, so no episode would get a score: have the grader write elsewhere (under $TMPDIR, or a folder grader.protected does not cover), then run again; nothing ran`
+    );
+  return grading;
 }
 async function filteredFiles(git) {
   const files = (await git.out(["ls-files", "-z"])).split("\0").filter(Boolean);
