@@ -10,8 +10,11 @@ export type ScoreReading = { score: number } | { score: null; reason: string };
  */
 export function parseScore(stdout: string, keptChars: number | null = null): ScoreReading {
   // Each line as a terminal shows it: what follows its last carriage return (progress written
-  // over itself), with no colour codes; a score is never made of either.
-  const lines = stdout.split(/\r?\n/).map((l) => plainText(l.slice(l.lastIndexOf('\r') + 1)).trim());
+  // over itself; one that ends it leaves it shown), with no colour codes; a score is never made of either.
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.replace(/\r+$/, ''))
+    .map((l) => plainText(l.slice(l.lastIndexOf('\r') + 1)).trim());
   const last = lines.filter((l) => l !== '').at(-1);
   if (last === undefined) return { score: null, reason: 'the grader printed nothing on stdout' };
   if (keptChars !== null && !stdout.trimEnd().includes('\n'))

@@ -21,6 +21,7 @@ describe('parseScore', () => {
     ['\x1b[32m0.75\x1b[0m\n', 0.75],
     ['case 1/3\rcase 2/3\rcase 3/3\r17\n', 17],
     ['0.5\nworking...\r\x1b[K\n', 0.5],
+    ['progress\n0.5\r', 0.5],
   ])('reads %j', (out, score) => {
     expect(parseScore(out)).toEqual({ score });
   });
