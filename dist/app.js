@@ -54288,13 +54288,9 @@ function paddedRange(values) {
 
 // src/core/end-warnings.ts
 function endWarnings(state, quote = (t) => t) {
-  return [
-    overBudget(state),
-    budgetLeftUnspent(state),
-    sameScoreEverywhere(state),
-    regradedDifferently(state),
-    unscoredEnd(state, quote)
-  ].filter((w) => w !== null);
+  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
+    (w) => w !== null
+  );
 }
 function overBudget(state) {
   const { total, unit } = state.config.budget;
@@ -54332,22 +54328,6 @@ function sameScoreEverywhere(state) {
   if (state.status !== "finished" || score === null || changed.length < 3) return null;
   if (!changed.every((e) => e.result?.score === score)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
-}
-function regradedDifferently(state) {
-  if (state.status !== "finished") return null;
-  const graded = /* @__PURE__ */ new Map([
-    [state.base.commit, { id: "the initial workspace", score: state.base.score }]
-  ]);
-  for (const e of allEpisodes(state)) if (e.result) graded.set(e.result.commit, { id: e.id, score: e.result.score });
-  const differing = allEpisodes(state).flatMap((e) => {
-    const score = e.result?.unchanged === true && !e.result.machineShort ? e.result.score : null;
-    const base = graded.get(e.base);
-    return score !== null && base && base.score !== null && base.score !== score ? [{ e, score, base }] : [];
-  });
-  const first = differing[0];
-  if (!first) return null;
-  const more = differing.length > 1 ? ` (and ${differing.length - 1} more such episodes)` : "";
-  return `the grader gave the same files different scores: ${first.e.id} changed nothing and scored ${formatNumber(first.score, 6)}, where ${first.base.id} scored ${formatNumber(first.base.score, 6)}${more}. A grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly luck: have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart`;
 }
 function unscoredEnd(state, quote) {
   const u = state.status === "finished" ? unscoredSince(state) : null;

@@ -7426,6 +7426,7 @@ var WORKING_TREE_MAX_BYTES = 1 * GiB;
 var JUDGE_PLANTED_NAMED_MAX = 5;
 var JUDGE_WRITTEN_NAMED_MAX = 3;
 var NAMED_FILES_MAX = 10;
+var REGRADE_CHECK_MAX_SECONDS = 30;
 var RUNS_PER_SECOND_MAX = 999;
 var EGRESS_DIAL_TIMEOUT_MS = 15e3;
 var EGRESS_SCREEN_LOOKUP_MS = 2e3;
@@ -32388,13 +32389,9 @@ function runWidth(config2) {
 
 // src/core/end-warnings.ts
 function endWarnings(state, quote = (t) => t) {
-  return [
-    overBudget(state),
-    budgetLeftUnspent(state),
-    sameScoreEverywhere(state),
-    regradedDifferently(state),
-    unscoredEnd(state, quote)
-  ].filter((w) => w !== null);
+  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
+    (w) => w !== null
+  );
 }
 function nothingDone(state) {
   const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
@@ -32455,22 +32452,6 @@ function sameScoreEverywhere(state) {
   if (state.status !== "finished" || score2 === null || changed.length < 3) return null;
   if (!changed.every((e) => e.result?.score === score2)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
-}
-function regradedDifferently(state) {
-  if (state.status !== "finished") return null;
-  const graded = /* @__PURE__ */ new Map([
-    [state.base.commit, { id: "the initial workspace", score: state.base.score }]
-  ]);
-  for (const e of allEpisodes(state)) if (e.result) graded.set(e.result.commit, { id: e.id, score: e.result.score });
-  const differing = allEpisodes(state).flatMap((e) => {
-    const score2 = e.result?.unchanged === true && !e.result.machineShort ? e.result.score : null;
-    const base = graded.get(e.base);
-    return score2 !== null && base && base.score !== null && base.score !== score2 ? [{ e, score: score2, base }] : [];
-  });
-  const first = differing[0];
-  if (!first) return null;
-  const more = differing.length > 1 ? ` (and ${differing.length - 1} more such episodes)` : "";
-  return `the grader gave the same files different scores: ${first.e.id} changed nothing and scored ${formatNumber(first.score, 6)}, where ${first.base.id} scored ${formatNumber(first.base.score, 6)}${more}. A grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly luck: have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart`;
 }
 function unscoredEnd(state, quote) {
   const u = state.status === "finished" ? unscoredSince(state) : null;
@@ -37288,7 +37269,7 @@ import { join as join15 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
-  const lines2 = stdout.split(/\r?\n/).map((l) => plainText(l.slice(l.lastIndexOf("\r") + 1)).trim());
+  const lines2 = stdout.split("\n").map((l) => l.replace(/\r+$/, "")).map((l) => plainText(l.slice(l.lastIndexOf("\r") + 1)).trim());
   const last = lines2.filter((l) => l !== "").at(-1);
   if (last === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
   if (keptChars !== null && !stdout.trimEnd().includes("\n"))
@@ -39706,6 +39687,10 @@ async function gradeBase(config2, b) {
   }
   return baseGrade;
 }
+function notDeterministic({ score: score2, again }) {
+  if (score2 === null || again === void 0 || again === null || again === score2) return null;
+  return `the grader gave the initial workspace two scores, ${formatNumber(score2, 6)} and ${formatNumber(again, 6)}, graded twice as committed: a grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly luck; have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart`;
+}
 async function gradeInitial(config2, dir, places, isolation, scratch, source, checkout) {
   return withAccount(
     isolation.sandbox,
@@ -39736,12 +39721,14 @@ async function gradeInitialAs(account, ...[config2, dir, places, isolation, scra
   }
   const globs = config2.grader.protected;
   const before = checkout ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
-  const grading = await runGrader(
+  const grade = () => runGrader(
     config2,
     dir,
     env,
     confine(() => graderConfinement(dir, tmp, judged2, config2, source))
   );
+  const grading = await grade();
+  if (grading.score !== null && grading.seconds <= REGRADE_CHECK_MAX_SECONDS) grading.again = (await grade()).score;
   const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
   const written = after?.filter((p) => !before?.includes(p)) ?? [];
   if (written.length > 0)
@@ -40328,6 +40315,8 @@ async function startRun(o) {
       warnings.push(
         `the initial grading took ${formatNumber(baseGrade.seconds, 2)} s of grader.timeout's ${config2.grader.timeout} s, alone; ${side} branches are graded side by side and may each take longer and time out: raise grader.timeout, or run fewer at once (--concurrency)`
       );
+    const noisy = notDeterministic(baseGrade);
+    if (noisy) warnings.push(noisy);
     const state = newRunState({
       id,
       seed: o.seed ?? randomInt(1, 2 ** 31),

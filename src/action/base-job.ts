@@ -10,7 +10,7 @@ import { commitMessage, resultFromCommit } from '../core/journal.js';
 import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import type { EpisodeResult } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import { gradeInitial } from '../local/initial-grade.js';
+import { gradeInitial, notDeterministic } from '../local/initial-grade.js';
 import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import type { JobOptions } from './episode-job.js';
 import type { RecordsRepo } from './records.js';
@@ -71,6 +71,8 @@ export async function runBaseJob(s: ActionSettings, o: JobOptions): Promise<Base
     );
     score = g.score;
     if (g.reason) reason = g.reason;
+    const noisy = notDeterministic(g);
+    if (noisy) o.log(`warning: ${noisy}`);
     graderSeconds = g.seconds;
   } catch (e) {
     // Setup that fails here fails every episode of the opening round as well: they say so too.

@@ -196,6 +196,13 @@ export const JUDGE_PLANTED_NAMED_MAX = 5;
 export const JUDGE_WRITTEN_NAMED_MAX = 3;
 /** How many files a message names before it says ', ...'. */
 export const NAMED_FILES_MAX = 10;
+
+/**
+ * An initial grading at most this long (seconds) is run twice: a score that differs tells a grader
+ * that is not deterministic (a timing, a sample) before the night. An episode's tree is never
+ * graded twice alone (each adds its journal line), so later is too late.
+ */
+export const REGRADE_CHECK_MAX_SECONDS = 30;
 /** Runs one task folder may start in one second: their ids are the second, then -2, -3, ... */
 export const RUNS_PER_SECOND_MAX = 999;
 

@@ -8,13 +8,9 @@ import { formatNumber } from './text.js';
 
 /** The warnings of a run, none while it has not finished; `quote` for what the grader wrote (inert code on GitHub). */
 export function endWarnings(state: RunState, quote: (graderText: string) => string = (t) => t): string[] {
-  return [
-    overBudget(state),
-    budgetLeftUnspent(state),
-    sameScoreEverywhere(state),
-    regradedDifferently(state),
-    unscoredEnd(state, quote),
-  ].filter((w) => w !== null);
+  return [overBudget(state), budgetLeftUnspent(state), sameScoreEverywhere(state), unscoredEnd(state, quote)].filter(
+    (w) => w !== null,
+  );
 }
 
 /**
@@ -117,33 +113,6 @@ export function sameScoreEverywhere(state: RunState): string | null {
   if (state.status !== 'finished' || score === null || changed.length < 3) return null;
   if (!changed.every((e) => e.result?.score === score)) return null;
   return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
-}
-
-/**
- * An episode that changed nothing had its base's files graded again: a score other than its
- * base's says the grader is not deterministic (a timing, a sample), so the best, and which branch
- * won a round, may be luck. Said as a warning; null otherwise.
- */
-export function regradedDifferently(state: RunState): string | null {
-  if (state.status !== 'finished') return null;
-  const graded = new Map<string, { id: string; score: number | null }>([
-    [state.base.commit, { id: 'the initial workspace', score: state.base.score }],
-  ]);
-  for (const e of allEpisodes(state)) if (e.result) graded.set(e.result.commit, { id: e.id, score: e.result.score });
-  const differing = allEpisodes(state).flatMap((e) => {
-    const score = e.result?.unchanged === true && !e.result.machineShort ? e.result.score : null;
-    const base = graded.get(e.base);
-    return score !== null && base && base.score !== null && base.score !== score ? [{ e, score, base }] : [];
-  });
-  const first = differing[0];
-  if (!first) return null;
-  const more = differing.length > 1 ? ` (and ${differing.length - 1} more such episodes)` : '';
-  return (
-    `the grader gave the same files different scores: ${first.e.id} changed nothing and scored ${formatNumber(first.score, 6)}, ` +
-    `where ${first.base.id} scored ${formatNumber(first.base.score as number, 6)}${more}. A grader that is not deterministic ` +
-    '(a timing, a sample) makes the best, and the winner of each round, partly luck: have grader.command repeat its ' +
-    'measurement and print the mean, or round the score to what it can tell apart'
-  );
 }
 
 /** A finished run whose last rounds got no score (unscoredSince), said as a warning; null otherwise. */

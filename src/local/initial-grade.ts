@@ -3,11 +3,16 @@
 // file the user did not commit is told apart from one that fails on the task.
 import { cp, lstat, mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { NAMED_FILES_MAX, WORKING_TREE_MAX_BYTES, WORKING_TREE_MAX_FILES } from '../core/bounds.js';
+import {
+  NAMED_FILES_MAX,
+  REGRADE_CHECK_MAX_SECONDS,
+  WORKING_TREE_MAX_BYTES,
+  WORKING_TREE_MAX_FILES,
+} from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { DEPENDENCY_HINT, MISSING_PACKAGE } from '../core/judge-hints.js';
-import { shellQuote } from '../core/text.js';
+import { formatNumber, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import type { SandboxAccount, Unaccounted } from '../io/sandbox.js';
 import { graderConfinement, type Isolation, privateTmp, setupConfinement, withAccount } from '../worker/boundary.js';
@@ -33,7 +38,7 @@ export async function gradeBase(
     /** The environment the grader's and setup's allowlists are taken from. */
     env: NodeJS.ProcessEnv;
   },
-): Promise<Grading> {
+): Promise<Grading & { again?: number | null }> {
   const baseGrade = await b.forge.withCheckout(b.base, 'base', async (dir, places, checkout) => {
     const scratch = b.store.path('episodes', 'base');
     const grade = await gradeInitial(config, dir, places, b.isolation, scratch, b.env, checkout);
@@ -58,6 +63,16 @@ export async function gradeBase(
   return baseGrade;
 }
 
+/** The warning when the initial workspace, graded twice (`again`), got two scores; null otherwise. */
+export function notDeterministic({ score, again }: Grading & { again?: number | null }): string | null {
+  if (score === null || again === undefined || again === null || again === score) return null;
+  return (
+    `the grader gave the initial workspace two scores, ${formatNumber(score, 6)} and ${formatNumber(again, 6)}, graded twice as ` +
+    'committed: a grader that is not deterministic (a timing, a sample) makes the best, and the winner of each round, partly ' +
+    'luck; have grader.command repeat its measurement and print the mean, or round the score to what it can tell apart'
+  );
+}
+
 type InitialGrading = Parameters<typeof gradeInitial>;
 
 /**
@@ -75,7 +90,7 @@ export async function gradeInitial(
   scratch: string,
   source: NodeJS.ProcessEnv,
   checkout?: CheckoutIndex,
-): Promise<Grading> {
+): Promise<Grading & { again?: number | null }> {
   // An account of its own, as every judge has.
   return withAccount(isolation.sandbox, (account) =>
     gradeInitialAs(account, config, dir, places, isolation, scratch, source, checkout),
@@ -114,12 +129,15 @@ async function gradeInitialAs(
   }
   const globs = config.grader.protected;
   const before = checkout ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
-  const grading = await runGrader(
-    config,
-    dir,
-    env,
-    confine(() => graderConfinement(dir, tmp, judged, config, source)),
-  );
+  const grade = () =>
+    runGrader(
+      config,
+      dir,
+      env,
+      confine(() => graderConfinement(dir, tmp, judged, config, source)),
+    );
+  const grading: Grading & { again?: number | null } = await grade();
+  if (grading.score !== null && grading.seconds <= REGRADE_CHECK_MAX_SECONDS) grading.again = (await grade()).score;
   const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
   const written = after?.filter((p) => !before?.includes(p)) ?? [];
   if (written.length > 0)

@@ -38,7 +38,7 @@ import { Git } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { AS_IS } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
-import { gradeBase } from './initial-grade.js';
+import { gradeBase, notDeterministic } from './initial-grade.js';
 import { preflight } from './preflight.js';
 import { runPlaceProblems } from './run-place.js';
 import { type RunInfo, RunStore } from './store.js';
@@ -163,6 +163,8 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
         `the initial grading took ${formatNumber(baseGrade.seconds, 2)} s of grader.timeout's ${config.grader.timeout} s, alone; ` +
           `${side} branches are graded side by side and may each take longer and time out: raise grader.timeout, or run fewer at once (--concurrency)`,
       );
+    const noisy = notDeterministic(baseGrade);
+    if (noisy) warnings.push(noisy);
     // 6. The run's state, saved (a dry run's folder removed instead).
     const state = newRunState({
       id,

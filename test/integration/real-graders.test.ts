@@ -90,43 +90,72 @@ describe('graders real users write', async () => {
     300_000,
   );
 
-  // A benchmark grader (a timing, a sampled metric) whose score varies by about 1% from one run to
-  // the next on the same code. The README calls the grader deterministic, and nothing checks it.
-  // The agent improves once (value 1, about 1000), then its next episodes change nothing (an agent
-  // that tried, found nothing better, and put the code back): the judge grades the same tree again
-  // and again and gets 1000..1009. Each lucky regrade becomes the run's best ("Best score: 1008
-  // from round 3": an episode that changed nothing, over an identical tree that scored 1001), the
-  // run exits 0 with no warning, and the user reads noise as progress. In a fork round the same
-  // noise picks the winner. forkflush had the proof in hand: an unchanged episode's tree is its
-  // base's, graded twice with two scores (core/end-warnings.ts has sameScoreEverywhere, nothing
-  // for this).
+  // A benchmark grader (a timing, a sampled metric) whose score varies from one run to the next on
+  // the same code. The README calls the grader deterministic, and nothing checked it: each lucky
+  // regrade could become the run's best, the run exit 0 with no warning, the user read noise as
+  // progress (in a fork round the same noise picks the winner). A quick initial grading is now run
+  // twice, and two scores for the same commit are said before the night (local/initial-grade.ts).
+  // (An episode's tree is never graded twice alone: each adds its journal line, review r11.)
   maybe(
-    'a noisy grader: the run says the same tree got different scores, rather than crown a lucky regrade',
+    'a noisy grader: the run says, before any agent, that the same commit got two scores',
     async () => {
       const repo = makeTaskRepo();
       retask(
         repo,
         {
-          // value x 1000, plus 0..9 of noise.
-          'grade.sh': 'j=$(( $(od -An -N1 -tu1 /dev/urandom) % 10 ))\necho $(( $(cat value.txt) * 1000 + j ))\n',
-          'agent.sh':
-            'cat > /dev/null\nif [ "$FORKFLUSH_EPISODE" = r0.b0 ]; then echo 1 > value.txt; fi\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+          // value x 1e9, plus the clock's nanoseconds: two gradings never agree.
+          'grade.sh': 'echo $(( $(cat value.txt) * 1000000000 + $(date +%N | sed "s/^0*//;s/^$/0/") ))\n',
+          'agent.sh': IMPROVES,
         },
-        config('sh grade.sh', ['grade.sh'], 24),
+        config('sh grade.sh', ['grade.sh']),
       );
-      const r = await cli('run', repo.dir);
-      const s = await status(repo.dir);
-      const unchanged = s.rounds.flatMap((round: { episodes: { id: string; score: number | null }[] }) =>
-        round.episodes.filter((e) => e.id !== 'r0.b0'),
-      );
-      const scores = new Set([s.rounds[0].episodes[0].score, ...unchanged.map((e: { score: number }) => e.score)]);
-      // The premise: the same tree got more than one score (0.1% chance that it did not).
-      expect(scores.size, r.out).toBeGreaterThan(1);
-      expect(said(r.err).join('\n'), `${r.out}\n${r.err}`).toMatch(/not deterministic|different scores/i);
+      for (const how of [['--dry-run'], []]) {
+        const r = await cli('run', repo.dir, ...how);
+        expect(said(r.err).join('\n'), `${r.out}\n${r.err}`).toMatch(
+          /the grader gave the initial workspace two scores, \d+ and \d+, graded twice as committed: a grader that is not deterministic/,
+        );
+      }
+      // A deterministic grader says nothing of the kind (the rows below, and review r11's).
     },
     300_000,
   );
 
+  // A deterministic "lines of code" grader (cloc, `wc -l` over the repository: a task to make the
+  // code smaller) and a run whose second episode changes nothing (review r11, of a first warning
+  // that compared episodes' scores; the initial grading twice replaced it). The journal (NOTES.md) gets
+  // r0.b0's line when its result is committed (worker/episode-result.ts commitResult), after the
+  // judge graded r0.b0's tree, so r1.b0 grades r0.b0's files plus that line: one more line, a
+  // different score, every time. core/end-warnings.ts regradedDifferently keys scores by commit
+  // and takes "changed nothing" for "the same files", so the run ends with "warning: the grader
+  // gave the same files different scores ... A grader that is not deterministic (a timing, a
+  // sample) makes the best ... partly luck: have grader.command repeat its measurement and print
+  // the mean". The grader is deterministic; the user is sent to rewrite a correct grader (and the
+  // same follows for a fork round's losers section, added to the journal before the agent runs).
+  maybe(
+    'a deterministic grader that reads the journal: an unchanged episode is not called a non-deterministic regrade',
+    async () => {
+      const repo = makeTaskRepo();
+      retask(
+        repo,
+        {
+          // Lines of every file but git's: deterministic for a given tree.
+          'grade.sh': "find . -name .git -prune -o -type f -print | sort | xargs cat | wc -l | tr -d ' '\n",
+          'agent.sh':
+            'cat > /dev/null\nif [ "$FORKFLUSH_EPISODE" = r0.b0 ]; then echo 1 > value.txt; fi\n"$FORKFLUSH_GRADE" > /dev/null\necho \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"\n',
+        },
+        config('sh grade.sh', ['grade.sh'], 12),
+      );
+      const r = await cli('run', repo.dir);
+      const s = await status(repo.dir);
+      const scores = s.rounds.flatMap((round: { episodes: { id: string; score: number | null }[] }) =>
+        round.episodes.map((e) => `${e.id}=${e.score}`),
+      );
+      expect(said(r.err).join('\n'), `${scores.join(' ')}\n${r.out}\n${r.err}`).not.toMatch(
+        /not deterministic|different scores/i,
+      );
+    },
+    300_000,
+  );
   // A shell grader that prints its score in colour (`printf '\033[32m%s\033[0m\n' "$score"`, a
   // test runner's coloured summary, rich/chalk forced on). The score line is not a bare number,
   // and the reason quotes it with its colour codes removed: the dry run prints (its escape codes

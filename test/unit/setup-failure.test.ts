@@ -7,7 +7,6 @@ import {
   endWarnings,
   nothingDone,
   overBudget,
-  regradedDifferently,
   sameScoreEverywhere,
 } from '../../src/core/end-warnings.js';
 import { issueComment } from '../../src/core/github-status.js';
@@ -464,22 +463,6 @@ describe('overBudget after interruptions', () => {
     expect(w).toMatch(/^the run spent 19 of its 16 tokens: an episode ran again after an interruption/);
     expect(w).toContain('(3)');
     expect(w).not.toContain('spent past its allowance');
-  });
-});
-
-describe('regradedDifferently', () => {
-  it("warns when an episode that changed nothing got a score other than its base's: the grader is not deterministic", () => {
-    // review (real graders): a timing grader's lucky regrade of the same files became the best, unsaid.
-    const opened = openingRound(1000, [{ score: 1003 }, { score: 1001 }, { score: 1002 }, { score: 1000 }]);
-    const later = laterRounds(opened, [{ unchanged: true, score: 1009 }]);
-    const w = regradedDifferently({ ...later, status: 'finished' }) ?? '';
-    expect(w).toMatch(
-      /^the grader gave the same files different scores: r1\.b\d changed nothing and scored 1009, where r0\.b\d scored 100\d/,
-    );
-    // The same score again, or a changed workspace, says nothing.
-    const same = laterRounds(opened, [{ unchanged: true, score: opened.best?.score ?? 0 }]);
-    expect(regradedDifferently({ ...laterRounds(opened, [{ score: 1009 }]), status: 'finished' })).toBeNull();
-    expect(regradedDifferently({ ...same, status: 'finished' }) ?? '').not.toMatch(/r1\.b/);
   });
 });
 
