@@ -80,6 +80,30 @@ describeSandboxed("round 10: the agent's words in report.md", () => {
   }, 120_000);
 });
 
+/**
+ * best-of-n, two lineages of one 6-token episode each (budget.total 12): b0 runs FAILS first (its
+ * logs folder as $1), then works; b1 reports its whole allowance at once and works on for 15 s.
+ */
+function withSibling(fails: string, agentTimeout: number) {
+  return makeAttackRepo({
+    agent: 'sh agent.sh {logs}',
+    files: {
+      'agent.sh': `case "$FORKFLUSH_EPISODE" in
+*b0)
+${fails}
+  echo 3 > value.txt; echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE" ;;
+*)
+  echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"; echo 2 > value.txt; sleep 15 ;;
+esac
+`,
+    },
+    grader: CAT_GRADER,
+    budget: 'total: 12\n  unit: tokens\n  episode: 6',
+    strategy: 'best-of-n\nfork:\n  branches: 2',
+    agentTimeout,
+  });
+}
+
 describeSandboxed('round 10: a stop the agent makes, and the resume after it', () => {
   it("a branch's refused key (exit 77) that halts its sibling in flight cannot take the resumed run past budget.total", async () => {
     // best-of-n, 2 lineages of one episode each, 6 tokens each: the run may spend 12. The sibling
@@ -89,27 +113,14 @@ describeSandboxed('round 10: a stop the agent makes, and the resume after it', (
     // runs b0 and, again, the halted b1, each with a fresh allowance. Gains: the agents spend 18
     // tokens of a 12-token budget, honestly reported; with K branches, up to K-1 allowances more.
     // Now the halted b1's allowance counts too (core/stop.ts cause): no resume is offered.
-    const repo = makeAttackRepo({
-      agent: 'sh agent.sh {logs}',
-      files: {
-        'agent.sh': `case "$FORKFLUSH_EPISODE" in
-*b0)
-  if [ ! -e "$1/b0-failed" ]; then
+    const repo = withSibling(
+      `  if [ ! -e "$1/b0-failed" ]; then
     sleep 3; : > "$1/b0-failed"
     echo 'Error: 401 {"type":"authentication_error","message":"invalid x-api-key"}' >&2
     exit 77
-  fi
-  echo 3 > value.txt; echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE" ;;
-*)
-  echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"; echo 2 > value.txt; sleep 15 ;;
-esac
-`,
-      },
-      grader: CAT_GRADER,
-      budget: 'total: 12\n  unit: tokens\n  episode: 6',
-      strategy: 'best-of-n\nfork:\n  branches: 2',
-      agentTimeout: 60,
-    });
+  fi`,
+      60,
+    );
     const root = join(repo.dir, '..');
     const first = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 120_000 });
     expect(first.exitCode, first.out).toBe(2);
@@ -129,28 +140,15 @@ describeSandboxed("round 10: a provider's outage the agent fakes", () => {
     // outage out by itself and reruns b0 (6 + 6 <= 12) and the halted b1 with fresh allowances.
     // Gains: 18 tokens spent of a 12-token budget, overnight, unattended. (The waits are skipped.)
     // Now the run stops instead of waiting: the rerun could not keep to budget.total.
-    const repo = makeAttackRepo({
-      agent: 'sh agent.sh {logs}',
-      files: {
-        'agent.sh': `case "$FORKFLUSH_EPISODE" in
-*b0)
-  n=$(( $(cat "$1/b0-tries" 2>/dev/null || echo 0) + 1 )); echo $n > "$1/b0-tries"
+    const repo = withSibling(
+      `  n=$(( $(cat "$1/b0-tries" 2>/dev/null || echo 0) + 1 )); echo $n > "$1/b0-tries"
   if [ $n -le 3 ]; then
     [ $n -eq 1 ] && sleep 3
     echo 'Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limited"}}' >&2
     exit 1
-  fi
-  echo 3 > value.txt; echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE" ;;
-*)
-  echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"; echo 2 > value.txt; sleep 15 ;;
-esac
-`,
-      },
-      grader: CAT_GRADER,
-      budget: 'total: 12\n  unit: tokens\n  episode: 6',
-      strategy: 'best-of-n\nfork:\n  branches: 2',
-      agentTimeout: 300,
-    });
+  fi`,
+      300,
+    );
     const waits: number[] = [];
     const r = await cliWith(['run', repo.dir, '--seed', '1'], { sleep: async (ms) => void waits.push(ms) });
     const state = newestRunState(repo.dir);

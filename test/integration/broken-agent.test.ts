@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isolationFor } from '../../src/worker/boundary.js';
-import { cli, cliWith, plainEnv } from './cli-io.js';
+import { cli, cliWith, plainEnv, said } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
@@ -28,8 +28,6 @@ const REFUSED = 'Error: 401 {"type":"error","error":{"type":"authentication_erro
 
 const runsOf = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
-/** The lines of stderr that are forkflush's own (not the progress). */
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 
 /**
  * An agent whose key is refused until its "key" (a file in the shared logs folder) exists, as an

@@ -88,3 +88,6 @@ export async function interruptAfter(argv: string[], runs: number): Promise<CliR
   const code = await main(argv, io);
   return { code, out, err };
 }
+
+/** The lines of stderr that are forkflush's own (not the progress). */
+export const said = (err: string): string[] => err.split('\n').filter((l) => l.startsWith('forkflush: '));

@@ -4,11 +4,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli } from './cli-io.js';
+import { cli, said } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 
 describe('a grader that starts failing midway through the night (a dependency removed)', () => {
   // Once any episode had scored, no rule looked at the grader again (core/stop.ts noScoreYet

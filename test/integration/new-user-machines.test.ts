@@ -16,14 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isolationFor } from '../../src/worker/boundary.js';
-import { cli, cliWith, plainEnv } from './cli-io.js';
+import { cli, cliWith, plainEnv, said } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
 const SMALL = { budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' };
 const runsOf = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
-/** The lines of stderr that are forkflush's own (not the progress). */
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 
 /** Runs `body` with process.env[name] set (the in-process CLI and os.tmpdir() read it), then restores it. */
 async function withEnv<T>(name: string, value: string, body: () => Promise<T>): Promise<T> {

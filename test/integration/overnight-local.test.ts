@@ -4,14 +4,13 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, cliWith } from './cli-io.js';
+import { cli, cliWith, said } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
 
 /** The README's example budget: 400 tokens, the paper's schedule (K = 4, episodes of 24). */
 const EXAMPLE_BUDGET = 'total: 400\n  unit: tokens';
 const RATE_LIMITED = 'Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limited"}}';
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 const runFolder = (dir: string) => {
   const [id] = readdirSync(join(dir, '.forkflush'));
   return join(dir, '.forkflush', id as string);

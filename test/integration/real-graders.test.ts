@@ -1,34 +1,13 @@
-// Graders that real users write, run overnight with nobody watching (a review's): a grader that
-// builds its harness inside its own protected folder, a benchmark whose score is noisy, a score
-// printed in colour, progress written with carriage returns. Each row is a whole CLI run (or dry
-// run) with a command agent, and says what the user expects: a setup that cannot work refused
-// before any agent runs, a run that does not crown noise silently, and reasons that show what the
-// grader really printed.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isolationFor } from '../../src/worker/boundary.js';
-import { cli } from './cli-io.js';
-import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+import { cli, said } from './cli-io.js';
+import { makeTaskRepo, retask } from './task-repo.js';
 
-/** The lines of stderr that are forkflush's own (not the progress). */
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
 /** What a terminal shows of a line: colour codes take no room, a carriage return goes back to its start. */
 const onScreen = (line: string) =>
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape is what is removed
   line.replace(/\x1b\[[0-9;]*m/g, '');
-
-/** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
-function retask(repo: TaskRepo, files: Record<string, string>, config: string): void {
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(repo.dir, name)), { recursive: true });
-    writeFileSync(join(repo.dir, name), text);
-  }
-  writeFileSync(join(repo.dir, '.github', 'autoresearch.yml'), config);
-  repo.git('add', '-A');
-  repo.git('commit', '-qm', 'the task');
-}
 
 /** A small config: serial episodes of 6 tokens, the given grader and protected paths. */
 const config = (grader: string, protectedPaths: string[], total = 12) => `grader:

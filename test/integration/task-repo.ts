@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const FIXTURES = process.env.FORKFLUSH_FIXTURES ?? join(import.meta.dirname, '..', 'fixtures');
 
@@ -87,4 +87,15 @@ ${opts.extra ?? ''}
         .map((l) => JSON.parse(l));
     },
   };
+}
+
+/** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
+export function retask(repo: TaskRepo, files: Record<string, string>, config: string): void {
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(repo.dir, name)), { recursive: true });
+    writeFileSync(join(repo.dir, name), text);
+  }
+  writeFileSync(join(repo.dir, '.github', 'autoresearch.yml'), config);
+  repo.git('add', '-A');
+  repo.git('commit', '-qm', 'the task');
 }

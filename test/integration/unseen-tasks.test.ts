@@ -6,26 +6,13 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isolationFor } from '../../src/worker/boundary.js';
-import { cli } from './cli-io.js';
-import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+import { cli, said } from './cli-io.js';
+import { makeTaskRepo, retask } from './task-repo.js';
 
-/** The lines of stderr that are forkflush's own (not the progress). */
-const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
 const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
-
-/** Writes FILES (paths with folders) into the task and replaces its config; one commit of it all. */
-function retask(repo: TaskRepo, files: Record<string, string>, config: string): void {
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(repo.dir, name)), { recursive: true });
-    writeFileSync(join(repo.dir, name), text);
-  }
-  writeFileSync(join(repo.dir, '.github', 'autoresearch.yml'), config);
-  repo.git('add', '-A');
-  repo.git('commit', '-qm', 'the task');
-}
 
 /** A small config: two serial episodes of 6 tokens, the given grader and protected paths. */
 const config = (grader: string, protectedPaths: string[], agent = 'sh agent.sh') => `grader:
