@@ -154,10 +154,7 @@ function noScoreSince(state: RunState): Cause | null {
   return u && { stop: { ...stop(1, text), graderStoppedScoring: true }, retry: null };
 }
 
-/**
- * The episodes the grader's record is judged by: not those whose setup failed (they did not try),
- * gave no result (not graded) or whose judge the machine starved (their round is void).
- */
+/** The episodes the grader is judged by: not setup-failed (no try), without result, or machine-starved (void). */
 function gradedEpisodes(state: RunState): Episode[] {
   return allEpisodes(state).filter(
     (e) => e.result && !e.result.machineShort && !setupFailed(e) && !gaveNoResult(e.result),
