@@ -39730,7 +39730,8 @@ async function gradeInitialAs(account, ...[config2, dir, places, isolation, scra
   const grading = await grade();
   if (grading.score !== null && grading.seconds <= REGRADE_CHECK_MAX_SECONDS) grading.again = (await grade()).score;
   const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
-  const written = after?.filter((p) => !before?.includes(p)) ?? [];
+  const had = new Set(before);
+  const written = after?.filter((p) => !had.has(p)) ?? [];
   if (written.length > 0)
     throw new UserError(
       `grading the initial workspace wrote at paths grader.protected keeps (${globs.join(", ")}): ${written.slice(0, NAMED_FILES_MAX).join(", ")}${written.length > NAMED_FILES_MAX ? ", ..." : ""}. The judge keeps those paths read-only, and what a grading writes there in an agent's workspace is taken for the agent's change, so no episode would get a score: have the grader write elsewhere (under $TMPDIR, or a folder grader.protected does not cover), then run again; nothing ran`

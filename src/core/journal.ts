@@ -96,8 +96,10 @@ function boundedFailure(f: RecordedFailure): RecordedFailure {
   };
 }
 
-/** Cleaned before the cut, so that bounding it again changes nothing. */
-/** One line (what an agent or grader wrote may hold line breaks, and a line of its own reads as forkflush's), bounded. */
+/**
+ * One line (what an agent or grader wrote may hold line breaks, and a line of its own reads as
+ * forkflush's), cleaned before the cut, so that bounding it again changes nothing.
+ */
 function boundedText(text: string, max: number): string {
   return cutText(plainText(text).replace(/\s*\n\s*/g, ' '), max);
 }

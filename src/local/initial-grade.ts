@@ -38,7 +38,7 @@ export async function gradeBase(
     /** The environment the grader's and setup's allowlists are taken from. */
     env: NodeJS.ProcessEnv;
   },
-): Promise<Grading & { again?: number | null }> {
+): Promise<InitialGrade> {
   const baseGrade = await b.forge.withCheckout(b.base, 'base', async (dir, places, checkout) => {
     const scratch = b.store.path('episodes', 'base');
     const grade = await gradeInitial(config, dir, places, b.isolation, scratch, b.env, checkout);
@@ -63,8 +63,11 @@ export async function gradeBase(
   return baseGrade;
 }
 
+/** The initial workspace's grading; `again`: the score of a second grading, where the first was quick. */
+export type InitialGrade = Grading & { again?: number | null };
+
 /** The warning when the initial workspace, graded twice (`again`), got two scores; null otherwise. */
-export function notDeterministic({ score, again }: Grading & { again?: number | null }): string | null {
+export function notDeterministic({ score, again }: InitialGrade): string | null {
   if (score === null || again === undefined || again === null || again === score) return null;
   return (
     `the grader gave the initial workspace two scores, ${formatNumber(score, 6)} and ${formatNumber(again, 6)}, graded twice as ` +
@@ -90,7 +93,7 @@ export async function gradeInitial(
   scratch: string,
   source: NodeJS.ProcessEnv,
   checkout?: CheckoutIndex,
-): Promise<Grading & { again?: number | null }> {
+): Promise<InitialGrade> {
   // An account of its own, as every judge has.
   return withAccount(isolation.sandbox, (account) =>
     gradeInitialAs(account, config, dir, places, isolation, scratch, source, checkout),
@@ -136,10 +139,11 @@ async function gradeInitialAs(
       env,
       confine(() => graderConfinement(dir, tmp, judged, config, source)),
     );
-  const grading: Grading & { again?: number | null } = await grade();
+  const grading: InitialGrade = await grade();
   if (grading.score !== null && grading.seconds <= REGRADE_CHECK_MAX_SECONDS) grading.again = (await grade()).score;
   const after = checkout && before ? await offCommitAtProtectedPaths(checkout, dir, globs) : null;
-  const written = after?.filter((p) => !before?.includes(p)) ?? [];
+  const had = new Set(before);
+  const written = after?.filter((p) => !had.has(p)) ?? [];
   if (written.length > 0)
     throw new UserError(
       `grading the initial workspace wrote at paths grader.protected keeps (${globs.join(', ')}): ` +
