@@ -35,17 +35,17 @@ describe('graders real users write', async () => {
 
   // A C or Python project whose test harness is built by the grader inside its own protected
   // folder (`make -C tests`, `cc -o tests/build/check`, pytest's --junitxml=tests/report.xml),
-  // `tests/**` protected as `forkflush init --protected` suggests. The dry run grades the initial
-  // workspace unconfined by the judge's rules (local/initial-grade.ts gradeInitialAs: no read-only
-  // protected folders, no check of what the grader made under them) and says "the checks passed".
-  // In the run, every $FORKFLUSH_GRADE the agent calls leaves tests/build/v in its live workspace;
-  // the snapshot (worker/snapshot.ts) records it as the agent's change to a protected path, and
-  // every episode gets "no score: the agent changed protected paths: tests/build/v". After the
-  // opening round the run stops (exit 1), its budget for those episodes spent, telling the user
-  // "the agent changes what grader.protected keeps every time: say in the task that it must not":
-  // the agent never wrote there, the grader did. (An agent that never grades fares no better: the
-  // judge's tests/ is read-only, so the build fails there.) What the initial grading leaves under
-  // a protected path is known before any agent runs, as a file too large to record already is.
+  // `tests/**` protected as `forkflush init --protected` suggests. The dry run graded the initial
+  // workspace without a check of what the grader made under protected paths and said "the checks
+  // passed". In the run, every $FORKFLUSH_GRADE the agent called left tests/build/v in its live
+  // workspace; the snapshot (worker/snapshot.ts) recorded it as the agent's change to a protected
+  // path, every episode got "no score: the agent changed protected paths: tests/build/v", and
+  // after the opening round the run stopped (exit 1), its budget for those episodes spent, telling
+  // the user "the agent changes what grader.protected keeps every time: say in the task that it
+  // must not": the agent never wrote there, the grader did. (An agent that never grades fared no
+  // better: the judge's tests/ is read-only, so the build failed there.) The initial grade now
+  // lists what the grader wrote at protected paths (local/initial-grade.ts, worker/snapshot.ts
+  // offCommitAtProtectedPaths) and refuses before any agent runs.
   maybe(
     'a grader that builds into its protected tests folder: the run and its dry run refuse before any agent, naming what it wrote',
     async () => {
