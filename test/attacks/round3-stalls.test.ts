@@ -215,16 +215,29 @@ interface Stopped {
 async function runAndTerminate(repo: AttackRepo, ready: () => boolean, env: NodeJS.ProcessEnv = {}): Promise<Stopped> {
   const root = join(repo.dir, '..');
   let child: ChildProcess | undefined;
+  let exited = false;
+  let said = '';
   const running = runCli(['run', repo.dir, '--seed', '1'], {
     cwd: root,
-    deadlineMs: 60_000,
+    deadlineMs: 150_000,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', ...env },
     onStart: (c) => {
       child = c;
+      c.on('exit', () => {
+        exited = true;
+      });
+    },
+    onOutput: (out) => {
+      said = out;
     },
   });
-  for (let i = 0; i < 600 && !ready(); i++) await sleep(50);
-  expect(ready(), 'the episode got where the test stops it').toBe(true);
+  // Bounds against a hang, not timings: idle, the episode gets there in 2 s; CI once took over 30 s
+  // (two cores, with chaos runs and the agent CLIs' install beside the suite).
+  for (let i = 0; i < 1_800 && !exited && !ready(); i++) await sleep(50);
+  expect(
+    ready(),
+    `the episode got where the test stops it; forkflush ${exited ? 'exited' : 'runs'}:\n${said.slice(-1500)}`,
+  ).toBe(true);
   // A moment in that step, so that it is really waiting there.
   await sleep(500);
   const sent = Date.now();
@@ -258,7 +271,8 @@ async function expectStoppedThenResumed(repo: AttackRepo, stopped: Stopped, mark
   expect(readFileSync(join(repo.logs, 'attempts'), 'utf8').trim()).toBe('2');
 }
 
-describeSandboxed('SIGTERM to forkflush run', () => {
+// Room for runAndTerminate's bounds, the stop and a resume.
+describeSandboxed('SIGTERM to forkflush run', { timeout: 240_000 }, () => {
   it('while the agent runs: exit 130 within the bound, nothing left running, resumed to the end', async () => {
     const marker = unique('ff-term-agent');
     const repo = makeAttackRepo({
