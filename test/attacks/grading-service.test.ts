@@ -89,7 +89,7 @@ describeSandboxed('the grading service', () => {
     const socketFile = join(repo.logs, 'socket');
     const outside: { out?: string } = {};
     const thief = (async () => {
-      for (let i = 0; i < 200 && !existsSync(socketFile); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 1_200 && !existsSync(socketFile); i++) await new Promise((r) => setTimeout(r, 50));
       const socket = readFileSync(socketFile, 'utf8').trim();
       // Asynchronously: the grading service answers from this very process.
       outside.out = await new Promise<string>((resolve) => {

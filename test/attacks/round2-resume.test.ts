@@ -69,9 +69,11 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     const base = repo.git('rev-parse', 'main');
     try {
       // 1. The first attempt: forkflush is killed (-9) once the agent has planted its things.
-      const first = killableRun(repo.dir, root, 25_000);
-      for (let i = 0; i < 200 && !existsSync(join(repo.logs, 'ready')); i++) await sleep(50);
-      expect(existsSync(join(repo.logs, 'ready')), 'the first attempt got going').toBe(true);
+      // Bounds against a hang: idle, the agent is ready in 2 s; CI's busiest minutes take many times that.
+      const first = killableRun(repo.dir, root, 120_000);
+      expect(await waitFor(() => existsSync(join(repo.logs, 'ready')), 60_000), 'the first attempt got going').toBe(
+        true,
+      );
       first.kill();
       const killed = await first.ended;
       expect(killed.signal).toBe('SIGKILL');
@@ -149,7 +151,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
     } finally {
       killProcessesUnder(root);
     }
-  });
+  }, 240_000);
 
   it('charges nothing for the killed attempt whose agent never started', async () => {
     // The start was saved before setup (often the longest step: npm ci, pip install), so a kill
