@@ -94,6 +94,18 @@ export interface GitOptions {
   timeoutMs?: number;
 }
 
+/**
+ * What git reads to find a repository (`git rev-parse --local-env-vars`, git 2.39, and the
+ * GIT_CONFIG_KEY_n/VALUE_n pairs): forkflush names its repositories itself, so a caller's (an alias
+ * or hook in a linked worktree, a shell that exports GIT_DIR for its dotfiles) never reaches its git.
+ */
+const REPOSITORY_ENV =
+  /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|CONFIG|CONFIG_PARAMETERS|CONFIG_COUNT|CONFIG_KEY_\d+|CONFIG_VALUE_\d+|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+
+function withoutRepositoryEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !REPOSITORY_ENV.test(name)));
+}
+
 export class Git {
   constructor(
     readonly cwd: string,
@@ -108,7 +120,7 @@ export class Git {
     args: string[],
     options: { check?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {},
   ): Promise<GitResult> {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    const env = { ...withoutRepositoryEnv(process.env), ...options.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
     const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
     const r = await runProcess('git', [...IDENTITY, ...args], {
       cwd: this.cwd,
