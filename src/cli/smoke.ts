@@ -16,8 +16,9 @@ import type { MapUnit } from '../core/map/config.js';
 import { formatNumber } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { askJudge } from '../local/map-judge.js';
-import { copyTaskFiles, loadConfig } from '../local/start.js';
+import { loadConfig } from '../local/start.js';
 import { RunStore } from '../local/store.js';
+import { copyTaskFiles } from '../local/task-copy.js';
 import { isolationFor } from '../worker/boundary.js';
 
 export const SMOKE_PROMPT =

@@ -2,20 +2,7 @@
 // templates, grade the initial workspace (initial-grade.ts), and write the run folder. Also: finding
 // a run again.
 import { randomInt } from 'node:crypto';
-import {
-  appendFile,
-  chmod,
-  cp,
-  lstat,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  realpath,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { appendFile, chmod, mkdir, mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
@@ -36,12 +23,12 @@ import { retryStopped } from '../core/stop.js';
 import { formatNumber, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
-import { AS_IS } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
 import { gradeBase, notDeterministic } from './initial-grade.js';
 import { preflight } from './preflight.js';
 import { runPlaceProblems } from './run-place.js';
 import { type RunInfo, RunStore } from './store.js';
+import { copyTask } from './task-copy.js';
 
 export interface StartOptions {
   dir: string;
@@ -395,40 +382,4 @@ async function excludeRunFolders(top: string): Promise<void> {
   if (text.split('\n').includes('.forkflush/')) return;
   await mkdir(join(file, '..'), { recursive: true });
   await appendFile(file, `${text === '' || text.endsWith('\n') ? '' : '\n'}# forkflush run folders\n.forkflush/\n`);
-}
-
-/** A task folder that is not a repository of its own becomes one, as a copy in the run folder. */
-async function copyTask(taskDir: string, repo: string, warnings: string[]): Promise<void> {
-  const left = await copyTaskFiles(taskDir, repo);
-  if (left.length > 0)
-    warnings.push(
-      `left out of the copy, as git keeps only files and links: ${left.slice(0, 5).join(', ')}${left.length > 5 ? ` and ${left.length - 5} more` : ''}`,
-    );
-  const git = new Git(repo);
-  await git.exec(['init', '--quiet', '--initial-branch=main']);
-  // Its bytes as they are, and the take-home command's archive too (an agent's .gitattributes).
-  await mkdir(join(repo, '.git', 'info'), { recursive: true });
-  await writeFile(join(repo, '.git', 'info', 'attributes'), AS_IS);
-  await git.exec(['add', '-A']);
-  await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
-}
-
-/**
- * A task folder's files, as a run on a copy starts from them (no .git, runs or node_modules).
- * Returns what it left out: FIFOs, sockets and devices, which a commit cannot hold (and cp refuses).
- */
-export async function copyTaskFiles(taskDir: string, to: string): Promise<string[]> {
-  await mkdir(to, { recursive: true });
-  const left: string[] = [];
-  const filter = async (path: string) => {
-    const s = await lstat(path);
-    const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
-    if (!kept) left.push(path);
-    return kept;
-  };
-  for (const entry of await readdir(taskDir)) {
-    if (entry === '.forkflush' || entry === '.git' || entry === 'node_modules') continue;
-    await cp(join(taskDir, entry), join(to, entry), { recursive: true, filter });
-  }
-  return left;
 }
