@@ -136,6 +136,8 @@ const githubRunViews = z.object({
   resultAutomation: z.array(z.string()).optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
   workerWarning: z.string().optional(),
+  /** Round refs left in place as they hold a commit forkflush did not make (a person's push): ref to commit. */
+  keptRefs: z.record(z.string(), sha).optional(),
 });
 
 /** GitHub's run.json, part: the events acted on already, and who wrote the record. */

@@ -8,7 +8,7 @@ import { commentMarker, contextNote, type GitHubView, PRIVILEGED_CI_NOTE, type R
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { LOSER_JOURNAL_MAX_BYTES, recordLosers } from '../core/losers.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
-import { stateRef } from '../core/names.js';
+import { refName, stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
 import { haltsOnGitHub, stopBefore } from '../core/stop.js';
 import { carryOut, dueWork } from '../core/work.js';
@@ -257,6 +257,16 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
   if (commented) throw commented;
 }
 
+/** The round refs a settle left in place, as they hold a person's commit. */
+function keptRefsNote(kept: Record<string, string> | undefined): string[] {
+  const refs = Object.entries(kept ?? {});
+  if (refs.length === 0) return [];
+  const listed = refs.map(([ref, at]) => `\`${refName(ref)}\` (at ${at.slice(0, 7)})`).join(', ');
+  return [
+    `Kept, not deleted with their round: ${listed}. They hold commits forkflush did not make (a push by a person); the run does not use them. Merge what you want from them, then delete them.`,
+  ];
+}
+
 /** The issue comment that says where the run stands, edited only when what it says changed. */
 async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRecord, view: GitHubView): Promise<void> {
   const phase: RunPhase = phaseOf(state, files);
@@ -267,6 +277,7 @@ async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRe
         ]
       : []),
     ...(files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : []),
+    ...keptRefsNote(files.keptRefs),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),

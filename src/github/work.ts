@@ -18,7 +18,7 @@ import {
   loserComment,
 } from '../core/github-text.js';
 import { automationChanged } from '../core/globs.js';
-import { parseCommitDetails } from '../core/journal.js';
+import { parseCommitDetails, resultFromCommit } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
 import {
   BASE_JOB,
@@ -228,6 +228,7 @@ export class GitHubWork implements ForgeWork {
     const branchPrs = layoutOf(this.files) === 1;
     const adopted = round.decision?.adopted ?? [];
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
+    const heads = await this.api.refHeads(refs.round(round.index));
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
         // The winner's pull request, opened before its commit lands, shows as merged once it does.
@@ -252,7 +253,10 @@ export class GitHubWork implements ForgeWork {
         // No later episode continues a rejected branch: its transcript has no reason to stay.
         await this.api.deleteRef(contextRef(state.id, e.id));
       }
-      await this.api.deleteRef(refs.episode(e.round, e.branch));
+      const ref = refs.episode(e.round, e.branch);
+      const at = heads.get(ref);
+      if (at === undefined || (await this.leftByForkflush(state, e, at))) await this.api.deleteRef(ref);
+      else this.files.keptRefs = { ...this.files.keptRefs, [ref]: at };
     }
     // Decided by its deadline: the jobs still queued (or hung) would only find it decided, and hold
     // runners (a self-hosted one's queue) meanwhile.
@@ -260,6 +264,16 @@ export class GitHubWork implements ForgeWork {
     if (runId !== undefined && round.episodes.some((e) => e.result?.reason?.startsWith(PAST_DEADLINE)))
       await this.api.workflows.cancel(runId);
     this.files.settled.push(round.index);
+  }
+
+  /**
+   * Whether an episode's ref is where forkflush left it: its base, its result, or a result of the
+   * episode that landed late. Anything else is a person's push (a reviewer's fix on its pull
+   * request), which deleting the ref would lose.
+   */
+  private async leftByForkflush(state: RunState, e: Episode, at: string): Promise<boolean> {
+    if (at === e.base || at === e.result?.commit) return true;
+    return 'result' in resultFromCommit(state.id, e, { sha: at, ...(await this.api.commit(at)) });
   }
 
   async moveBest(state: RunState, commit: string): Promise<void> {
