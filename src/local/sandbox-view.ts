@@ -8,11 +8,11 @@
 // names (a data file, or a secret a hostile test agent tries to read) may be meant to be out of
 // reach, and is a note.
 import { realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readlink, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, relative } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
-import { SANDBOX_PROBE_TIMEOUT_MS } from '../core/bounds.js';
+import { LINKS_PROBED_MAX, SANDBOX_PROBE_TIMEOUT_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { findExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
@@ -76,7 +76,7 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView>
     const problems: string[] = [];
     const notes: string[] = [];
     for (const role of roles) {
-      const needed: Needed[] = [];
+      const needed: Needed[] = role.confine === 'grader' ? await linkedOut(v.repo) : [];
       for (const command of role.commands) needed.push(...(await neededBy(command, role.key, role.env.PATH ?? '')));
       if (needed.length === 0) continue;
       const confinement: Unaccounted =
@@ -157,6 +157,37 @@ export async function neededBy(command: string, key: string, path: string): Prom
     if (s) out.push({ key, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run.has(raw) });
   }
   // (The repository's own files by a relative name are the workspace's: the pre-flight checks they are committed.)
+  return out;
+}
+
+/**
+ * The places outside the repository its committed links lead to, where they are there outside (a
+ * dataset linked from the home folder): the user committed each for something to read through it,
+ * so one the grader cannot follow is a problem, not a note.
+ */
+async function linkedOut(repo: string): Promise<Needed[]> {
+  const listed = await new Git(repo).exec(['ls-files', '--stage', '-z'], { check: false });
+  const links = listed.stdout
+    .split('\0')
+    .filter((l) => l.startsWith('120000 '))
+    .map((l) => l.slice(l.indexOf('\t') + 1));
+  const out: Needed[] = [];
+  for (const link of links.slice(0, LINKS_PROBED_MAX)) {
+    const target = await readlink(join(repo, link)).catch(() => null);
+    if (target === null) continue;
+    const abs = resolve(dirname(join(repo, link)), target);
+    if (isInside(abs, repo)) continue;
+    const s = await stat(abs).catch(() => null);
+    if (s)
+      out.push({
+        key: `the repository's link ${link}`,
+        name: abs,
+        program: false,
+        outside: abs,
+        folder: s.isDirectory(),
+        runs: true,
+      });
+  }
   return out;
 }
 
