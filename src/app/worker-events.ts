@@ -60,9 +60,11 @@ export async function onJobCompleted(ctxOf: ContextOf, context: Context<'workflo
     what: `the failure of job ${job.id}`,
     fields: { job: job.id, workflow_run: job.run_id },
     // A failure is a fact about the episode only from its own job: a workflow in someone's
-    // pull request could take the same job name.
+    // pull request could take the same job name. A cancelled job is its run's to tell: a run
+    // cancelled in the Actions tab stops the run (onRunCompleted), not K failures and a next round.
     says: (open) =>
       job.conclusion !== 'success' &&
+      job.conclusion !== 'cancelled' &&
       open.index === round &&
       (episode === BASE_JOB || open.episodes.some((e) => e.id === episode && !e.result)),
     apply: () => {
@@ -137,6 +139,7 @@ export async function onRunCompleted(ctxOf: ContextOf, context: Context<'workflo
     says: (open) => open.index === m.round,
     apply: () => {
       ctx.roundEnded = m.round;
+      if (w.conclusion === 'cancelled') ctx.runCancelled = { round: m.round, workflowRun: w.id };
     },
   });
 }

@@ -89,7 +89,7 @@ const githubRunProgress = z.object({
   lastNightly: z.string().nullable(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: z.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  /** Why the run stopped when nobody said `/autoresearch stop` (its round's run cancelled in Actions), for the issue; a resume clears it. */
   stopReason: z.string().optional(),
   /**
    * The work item that failed when last tried (a dispatch GitHub refused, a result branch someone

@@ -33,7 +33,7 @@ export interface GitHubView {
   baseGrade?: 'asked' | 'done' | 'lost';
   /** What the issue's text or the starting command changed in the config, and where it came from. */
   overrides?: { text: string; source: string };
-  /** Why forkflush stopped the run itself (a worker workflow missing or outdated), with the fix. */
+  /** Why the run stopped when nobody said `/autoresearch stop` (its round's run cancelled in Actions). */
   stopReason?: string;
   /** The work item (core/work.ts key) that failed when last tried, what it said and since when. */
   blocked?: { work: string; message: string; since: string };

@@ -40,7 +40,7 @@ export function workerTimeoutProblem(workflowText: string | null, config: Config
     return (
       `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ` +
       `${need} minutes (agent.timeout, 2 × grader.timeout${config.setup.commands.length > 0 ? ', 2 × setup.timeout' : ''}${install > 0 ? ', installing the agent CLI' : ''}): ` +
-      'Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. ' +
+      'Actions would cancel an episode that uses its time before it is graded, and the run would stop there, as at a cancel in the Actions tab. ' +
       `Set \`timeout-minutes: ${set}\` (README, "On GitHub"), or lower agent.timeout` +
       (set > GITHUB_JOB_TIMEOUT_MINUTES
         ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).`

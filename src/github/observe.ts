@@ -18,6 +18,8 @@ export interface EventFacts {
   failedJobs?: Record<string, string>;
   /** A round whose worker workflow run has completed (all its jobs ended), from the event. */
   roundEnded?: number;
+  /** The round whose own workflow run ended cancelled, by no stop of the app's (the Actions tab, a job's timeout). */
+  runCancelled?: { round: number; workflowRun: number };
 }
 
 /** Commits read during one sync, so no commit is fetched twice. */

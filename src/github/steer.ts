@@ -90,6 +90,8 @@ function stoppedOrResumed(
   // Resumed where its issue was found gone: it is back (Issues turned on again), or the resume came
   // from the run's pull request.
   if (!stopped) delete files.issueGone;
+  // Stopped by forkflush, or by the round's run cancelled in Actions: a resume goes on from there.
+  if (!stopped) delete files.stopReason;
   return { state, files };
 }
 

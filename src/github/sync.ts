@@ -53,6 +53,15 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const files: GitHubRunRecord = structuredClone(stored.files);
   let sha = stored.sha;
   const commits = new Commits(api);
+  let stoppedHere = false;
+  // The open round's own run cancelled, not by the app (its stops and deadlines cancel runs of
+  // stopped runs or decided rounds): a person's stop, said on the issue, that a resume goes on from.
+  const cancelled = ctx.runCancelled;
+  if (!files.stopped && cancelled && state.rounds.find((r) => !r.decision)?.index === cancelled.round) {
+    files.stopped = true;
+    files.stopReason = `round ${cancelled.round}'s workflow run ${cancelled.workflowRun} was cancelled in Actions (by a person, a job's \`timeout-minutes\`, or a runner that shut down), and forkflush dispatches nothing more`;
+    stoppedHere = true;
+  }
   // 1. What landed, and what the core decides from it (nothing for a stopped run).
   if (!files.stopped) state = await observeAndDecide(ctx, commits, state, files);
   // 2. Claim the work in the same compare-and-swap that records the decisions: of two racing
@@ -66,7 +75,6 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
   // The issue is the run's one control and voice: gone (deleted, or Issues turned off), the run
   // stops, by this sync (whose save then carries the stop, and which winds the run down).
-  let stoppedHere = false;
   const stopForGoneIssue = () => {
     stoppedHere ||= !files.stopped;
     files.stopped = true;

@@ -263,13 +263,14 @@ describe('the app drives a whole run', () => {
     expect(h.state(RUN).rounds[0]?.episodes[0]?.result).toBeUndefined();
     // (The other branch reports a result without a score: a round whose every job failed without
     // a result stops the run instead, test/github/overnight.test.ts.)
-    await h.jobCompleted(RUN, 'r0.b0', 'cancelled');
+    // (A failure: a job cancelled is its run's to tell, team-hands.test.ts.)
+    await h.jobCompleted(RUN, 'r0.b0', 'failure');
     const state = h.state(RUN);
     h.pushResult(state, state.rounds[0]?.episodes[1] as Episode, null);
     await h.jobCompleted(RUN, 'r0.b1');
     const s = h.state(RUN);
     expect(s.rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
-    expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: cancelled/);
+    expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
     expect(h.gh.refs.get(h.refs(RUN).lineage(0, 1))).toBe(h.gh.branch('main'));
     expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
   });

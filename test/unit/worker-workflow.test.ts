@@ -18,7 +18,7 @@ describe("the worker job's timeout", () => {
     expect(workerTimeoutProblem(workflow('69'), config(3600))).toBe(
       'the job `episode` of `.github/workflows/forkflush.yml` has `timeout-minutes: 69`, but an episode may take 70 minutes ' +
         '(agent.timeout, 2 × grader.timeout): Actions would cancel an episode that uses its time before it is graded, and the ' +
-        'round would count it as failed. Set `timeout-minutes: 100` (README, "On GitHub"), or lower agent.timeout.',
+        'run would stop there, as at a cancel in the Actions tab. Set `timeout-minutes: 100` (README, "On GitHub"), or lower agent.timeout.',
     );
     // With a setup of 600 s: 90 minutes.
     const withSetup = config(3600, 'setup: {commands: [npm ci], timeout: 600}\n');
