@@ -2,6 +2,7 @@
 // with `schedule: nightly` get one more fork round a day, within schedule.budget, while their issue
 // is open and labelled and the person they run for can still write. In Actions mode the tick's own
 // workflow is turned off once no run needs it (amend.ts wakeTick turns it on).
+import { ConfigError, parseConfig } from '../core/config.js';
 import { GITHUB, stateRef } from '../core/names.js';
 import { extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
 import type { RunState } from '../core/state.js';
@@ -139,6 +140,28 @@ async function nightlyRun(
 }
 
 /**
+ * Why the default branch's config turns the nightly rounds off (gone, or its `schedule` without
+ * them), or null. A run keeps the config it started with, but for this switch: a team that takes
+ * the nightly rounds out of the config means them to stop. A config that does not parse (an edit
+ * in progress) changes nothing.
+ */
+async function nightlyOffOnDefaultBranch(ctx: SyncContext, stored: StoredRun): Promise<string | null> {
+  const { configPath, defaultBranch } = stored.files;
+  const text = await ctx.api.readFile(configPath, defaultBranch);
+  const where = `\`${configPath}\` on \`${defaultBranch}\``;
+  const rest =
+    'while it does not (the run keeps the rest of the config it started with; `/autoresearch fork` still runs one round)';
+  if (text === null) return `${where} is gone: no nightly round runs ${rest}`;
+  try {
+    if (extraRounds(parseConfig(text, configPath)).nightly) return null;
+  } catch (e) {
+    if (e instanceof ConfigError) return null;
+    throw e;
+  }
+  return `${where} no longer asks for nightly rounds (its \`schedule\`): none runs ${rest}`;
+}
+
+/**
  * Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or
  * null. A closed issue, or one without forkflush's labels, gets no round and no word: someone
  * closed it or took the label off to stop the run.
@@ -155,6 +178,8 @@ async function nightlySkip(
     const why = !issue ? 'the issue is gone' : !issue.open ? 'the issue is closed' : "the issue lost forkflush's label";
     return { key: 'issue', text: why, quiet: true };
   }
+  const off = await nightlyOffOnDefaultBranch(ctx, stored);
+  if (off) return { key: 'config', text: off };
   const take =
     'Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.';
   const by = stored.files.startedBy;
