@@ -45,6 +45,13 @@ export const WORKER_WORKFLOW = readFileSync(
 /** A token tests use for their own Octokit (the app authenticates as an app). */
 export const TEST_TOKEN = 'ghs_test_token';
 
+/** Every comment on an issue (the status comment and the lines forkflush adds), as one text. */
+export const issueText = (h: Harness, issue = 7): string =>
+  h.gh.comments
+    .filter((c) => c.issue === issue)
+    .map((c) => c.body)
+    .join('\n');
+
 /** Milliseconds for each of Probot's seconds (its plugins count in seconds times 1000). */
 const SHORTER = 1;
 // The API's own checked retries of its creates (requests.ts, createOnce) wait the same way.

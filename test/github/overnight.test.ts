@@ -4,17 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { commentMarker } from '../../src/core/github-text.js';
 import { roundDeadlineMinutes, STALE_CLAIM_MINUTES } from '../../src/core/method.js';
-import { CONFIG, Harness } from './harness.js';
+import { CONFIG, Harness, issueText } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
 
 const RUN = 'issue-7';
-const issueText = (h: Harness) =>
-  h.gh.comments
-    .filter((c) => c.issue === 7)
-    .map((c) => c.body)
-    .join('\n');
 
 /** The next night's round finds a better result (9), its jobs ending as they may. */
 async function betterResultTonight(h: Harness): Promise<void> {

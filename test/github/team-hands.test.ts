@@ -1,19 +1,16 @@
 // A real team's hands on a running GitHub run, overnight, with nobody watching: a reviewer's commit
-// on a round's pull request, a push to a round's branch. Each row failed before its fix (found by
+// on a round's pull request, a push to a round's branch, the nightly rounds taken out of the config
+// on the default branch, a round's workflow run cancelled in the Actions tab. Each row failed before its fix (found by
 // a review); its comment says what a team saw go wrong and what the right behaviour is.
 import { describe, expect, it } from 'vitest';
-import { CONFIG, Harness } from './harness.js';
+import { nightlyTick } from '../../src/app/app.js';
+import { CONFIG, Harness, issueText } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
 
 const RUN = 'issue-7';
-const issueText = (h: Harness) =>
-  h.gh.comments
-    .filter((c) => c.issue === 7)
-    .map((c) => c.body)
-    .join('\n');
-const _statusLine = (h: Harness) =>
+const statusLine = (h: Harness) =>
   (h.gh.comments.find((c) => c.issue === 7)?.body ?? '').split('\n').find((l) => l.startsWith('**Status:**')) ?? '';
 
 /** A person's commit on top of branch `name`, pushed (GitHub updates its pull requests). */
@@ -90,5 +87,96 @@ describe("a person's commit on a round's branch (pull_requests: episodes)", () =
     expect(h.state(RUN).rounds[0]?.decision).toBeDefined();
     expect({ teammatesCommitOnABranch: onSomeBranch(h, mine) }).toEqual({ teammatesCommitOnABranch: true });
     expect(issueText(h)).toMatch(/Kept, not deleted with their round: `forkflush\/issue-7\/round-0\/branch-0`/);
+  });
+});
+
+describe('the config edited on the default branch mid-run', () => {
+  it('turning the nightly rounds off in .github/autoresearch.yml on main stops them, and the issue says why', async () => {
+    // A finished run has nightly rounds (`schedule: { nightly: true, budget: 100, rounds: 5 }`). A
+    // teammate, to stop the nightly spend, takes `schedule:` out of the config on main. Before, that
+    // night the tick opened a round all the same, and every night after while schedule.budget
+    // lasted, and the issue said nothing (the run keeps the config it started with).
+    // Now the nightly switch is read from the default branch each night: off there, no round
+    // runs and the issue is told once why; on again, the rounds go on.
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await h.playToEnd(RUN);
+    const dispatched = h.gh.dispatches.length;
+    const main = h.gh.refs.get('refs/heads/main') as string;
+    const files = { ...h.gh.commits.get(main)?.files, '.github/autoresearch.yml': CONFIG };
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no more nightly rounds', parents: [main], files }));
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    expect(h.gh.dispatches.length).toBe(dispatched);
+    expect(issueText(h)).toContain(
+      'forkflush ran no nightly round: `.github/autoresearch.yml` on `main` no longer asks for nightly rounds',
+    );
+    // Asked for again on main: the next night's round runs.
+    const off = h.gh.refs.get('refs/heads/main') as string;
+    const again = {
+      ...h.gh.commits.get(off)?.files,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+    };
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'nightly rounds again', parents: [off], files: again }));
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await nightlyTick(h.api(), h.clock);
+    expect(h.gh.dispatches.length).toBe(dispatched + 1);
+  });
+});
+
+describe("a round's workflow run cancelled in the Actions tab", () => {
+  it('cancelling a serial round\'s run stops the run, not "failed, next round" at once', async () => {
+    // At night a teammate sees the run spending and cancels its workflow run in the Actions tab
+    // (the button GitHub shows on the run). Before, the app read the cancelled job as an episode that
+    // failed (charged its whole allowance) and dispatched the next round within the same second:
+    // a new run appeared, the teammate cancelled it, and so on until 3 in a row stopped the run
+    // with a status that blamed the token, timeout-minutes or billing.
+    // Now a cancel of the round's own run (not the app's: its stops and deadlines cancel runs of
+    // stopped runs or decided rounds) stops the run as a person's stop: no next round, nothing
+    // charged, the status says the round's run was cancelled in Actions, and a resume goes on.
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    h.pushBase(state, 1);
+    for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, 5 + e.branch);
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id);
+    // Round 1 is a serial round of one branch, its job running.
+    expect(h.openEpisodes(RUN).map((e) => e.id)).toEqual(['r1.b0']);
+    await h.jobStarted(RUN, 'r1.b0');
+    const runId = h.runFiles(RUN)?.dispatched['1']?.runId;
+    const workflowRun = h.box.actions.runs.find((r) => r.id === runId);
+    if (!workflowRun) throw new Error("expected round 1's workflow run");
+    // The teammate's cancel: GitHub ends each job, then the run, as cancelled.
+    h.box.actions.cancel(workflowRun.id);
+    for (const job of workflowRun.jobs) await h.box.jobEvent(job);
+    await h.box.runEvent(workflowRun);
+    expect(workflowRun.conclusion).toBe('cancelled');
+    expect({
+      dispatchedAfterTheCancel: h.gh.dispatches.map((d) => d.inputs.round),
+      status: statusLine(h).match(/^\*\*Status:\*\* (stopped|\w+)/)?.[1],
+      saysCancelled: /cancel/i.test(statusLine(h)),
+    }).toEqual({ dispatchedAfterTheCancel: ['0', '1'], status: 'stopped', saysCancelled: true });
+    // Nothing was charged for the cancelled episode, and a resume runs it again.
+    expect(h.state(RUN).rounds[1]?.episodes[0]?.result).toBeUndefined();
+    await h.comment(7, '/autoresearch resume');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1', '1']);
+    expect(statusLine(h)).not.toMatch(/cancel/i);
+  });
+
+  it("the same in the opening round: stopped as cancelled, not as every branch's failure with a permission or billing hint", async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const workflowRun = h.box.actions.runs.find((r) => r.id === h.runFiles(RUN)?.dispatched['0']?.runId);
+    if (!workflowRun) throw new Error("expected the opening round's workflow run");
+    h.box.actions.cancel(workflowRun.id);
+    for (const job of workflowRun.jobs) await h.box.jobEvent(job);
+    await h.box.runEvent(workflowRun);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0']);
+    expect(statusLine(h)).toMatch(/^\*\*Status:\*\* stopped: round 0's workflow run \d+ was cancelled in Actions/);
+    expect(statusLine(h)).not.toMatch(/billing|permission/i);
+    expect(h.state(RUN).rounds[0]?.episodes.every((e) => e.result === undefined)).toBe(true);
   });
 });
