@@ -170,7 +170,9 @@ describeSandboxed("a new user's real repository", () => {
         expect(r.out).toContain('initial workspace: score 9');
       } else {
         expect(r.exitCode, r.out).toBe(2);
-        expect(r.out).toMatch(/link data needs .*datasets, which the sandbox hides .*sandbox: \{read: \[".*datasets"\]\}/);
+        expect(r.out).toMatch(
+          /link data needs .*datasets, which the sandbox hides .*sandbox: \{read: \[".*datasets"\]\}/,
+        );
         expect(existsSync(join(repo.logs, 'agent-ran'))).toBe(false);
       }
     }
