@@ -51753,7 +51753,7 @@ var githubRunProgress = external_exports.object({
   lastNightly: external_exports.string().nullable(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: external_exports.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  /** Why the run stopped when nobody said `/autoresearch stop` (its round's run cancelled in Actions), for the issue; a resume clears it. */
   stopReason: external_exports.string().optional(),
   /**
    * The work item that failed when last tried (a dispatch GitHub refused, a result branch someone
@@ -51791,7 +51791,9 @@ var githubRunViews = external_exports.object({
   /** The files that run by themselves (core/globs.ts AUTOMATION) the result changes, for its pull request. */
   resultAutomation: external_exports.array(external_exports.string()).optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
-  workerWarning: external_exports.string().optional()
+  workerWarning: external_exports.string().optional(),
+  /** Round refs left in place as they hold a commit forkflush did not make (a person's push): ref to commit. */
+  keptRefs: external_exports.record(external_exports.string(), sha).optional()
 });
 var githubRunEvents = external_exports.object({
   /**
@@ -55088,6 +55090,7 @@ var GitHubWork = class {
     const branchPrs = layoutOf(this.files) === 1;
     const adopted = round.decision?.adopted ?? [];
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
+    const heads = await this.api.refHeads(refs.round(round.index));
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
         const published = this.files.published[e.id];
@@ -55104,12 +55107,24 @@ var GitHubWork = class {
         if (pr) await this.api.pulls.close(pr, loserComment(state, e, winner));
         await this.api.deleteRef(contextRef(state.id, e.id));
       }
-      await this.api.deleteRef(refs.episode(e.round, e.branch));
+      const ref = refs.episode(e.round, e.branch);
+      const at = heads.get(ref);
+      if (at === void 0 || await this.leftByForkflush(state, e, at)) await this.api.deleteRef(ref);
+      else this.files.keptRefs = { ...this.files.keptRefs, [ref]: at };
     }
     const runId2 = this.files.dispatched[String(round.index)]?.runId;
     if (runId2 !== void 0 && round.episodes.some((e) => e.result?.reason?.startsWith(PAST_DEADLINE)))
       await this.api.workflows.cancel(runId2);
     this.files.settled.push(round.index);
+  }
+  /**
+   * Whether an episode's ref is where forkflush left it: its base, its result, or a result of the
+   * episode that landed late. Anything else is a person's push (a reviewer's fix on its pull
+   * request), which deleting the ref would lose.
+   */
+  async leftByForkflush(state, e, at) {
+    if (at === e.base || at === e.result?.commit) return true;
+    return "result" in resultFromCommit(state.id, e, { sha: at, ...await this.api.commit(at) });
   }
   async moveBest(state, commit) {
     await this.api.setRef(this.refs(state).best, commit);
@@ -55198,13 +55213,19 @@ async function syncStored(ctx, stored) {
   const files = structuredClone(stored.files);
   let sha2 = stored.sha;
   const commits = new Commits(api);
+  let stoppedHere = false;
+  const cancelled = ctx.runCancelled;
+  if (!files.stopped && cancelled && state.rounds.find((r) => !r.decision)?.index === cancelled.round) {
+    files.stopped = true;
+    files.stopReason = `round ${cancelled.round}'s workflow run ${cancelled.workflowRun} was cancelled in Actions (by a person, a job's \`timeout-minutes\`, or a runner that shut down), and forkflush dispatches nothing more`;
+    stoppedHere = true;
+  }
   if (!files.stopped) state = await observeAndDecide(ctx, commits, state, files);
   const due = dueWork(state, workDone(state, files));
   for (const [key, at] of Object.entries(files.claims)) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
   let work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  let stoppedHere = false;
   const stopForGoneIssue = () => {
     stoppedHere ||= !files.stopped;
     files.stopped = true;
@@ -55339,6 +55360,14 @@ ${body}`);
   }
   if (commented) throw commented;
 }
+function keptRefsNote(kept) {
+  const refs = Object.entries(kept ?? {});
+  if (refs.length === 0) return [];
+  const listed = refs.map(([ref, at]) => `\`${refName(ref)}\` (at ${at.slice(0, 7)})`).join(", ");
+  return [
+    `Kept, not deleted with their round: ${listed}. They hold commits forkflush did not make (a push by a person); the run does not use them. Merge what you want from them, then delete them.`
+  ];
+}
 async function updateComment(api, state, files, view) {
   const phase = phaseOf(state, files);
   const notes = [
@@ -55346,6 +55375,7 @@ async function updateComment(api, state, files, view) {
       `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
     ] : [],
     ...files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : [],
+    ...keptRefsNote(files.keptRefs),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : [],
@@ -55871,7 +55901,7 @@ function workerTimeoutProblem(workflowText, config3) {
     const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
     if (typeof minutes !== "number" || minutes >= need) continue;
     const set3 = Math.ceil(roundDeadlineMinutes(config3));
-    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the run would stop there, as at a cancel in the Actions tab. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
   }
   return null;
 }
@@ -55922,6 +55952,7 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
   }
   if (!stopped && asked) files.startedBy = asked.by;
   if (!stopped) delete files.issueGone;
+  if (!stopped) delete files.stopReason;
   return { state, files };
 }
 async function forkNow(ctx, stored, asked, toTry) {
@@ -56209,6 +56240,20 @@ async function nightlyRun(ctx, run2, rounds) {
   const mapAhead = sent?.dispatched && sent.ended === void 0 ? await mapOnTick(ctx, run2) : false;
   return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) || mapAhead };
 }
+async function nightlyOffOnDefaultBranch(ctx, stored) {
+  const { configPath, defaultBranch } = stored.files;
+  const text = await ctx.api.readFile(configPath, defaultBranch);
+  const where = `\`${configPath}\` on \`${defaultBranch}\``;
+  const rest = "while it does not (the run keeps the rest of the config it started with; `/autoresearch fork` still runs one round)";
+  if (text === null) return `${where} is gone: no nightly round runs ${rest}`;
+  try {
+    if (extraRounds(parseConfig(text, configPath)).nightly) return null;
+  } catch (e) {
+    if (e instanceof ConfigError) return null;
+    throw e;
+  }
+  return `${where} no longer asks for nightly rounds (its \`schedule\`): none runs ${rest}`;
+}
 async function nightlySkip(ctx, stored) {
   const problem2 = forkProblem(stored.state, ctx.now);
   if (problem2) return { key: "rounds", text: problem2 };
@@ -56218,6 +56263,8 @@ async function nightlySkip(ctx, stored) {
     const why = !issue2 ? "the issue is gone" : !issue2.open ? "the issue is closed" : "the issue lost forkflush's label";
     return { key: "issue", text: why, quiet: true };
   }
+  const off = await nightlyOffOnDefaultBranch(ctx, stored);
+  if (off) return { key: "config", text: off };
   const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
   const by = stored.files.startedBy;
   if (!by) {
@@ -56563,8 +56610,9 @@ async function onJobCompleted(ctxOf, context) {
     what: `the failure of job ${job.id}`,
     fields: { job: job.id, workflow_run: job.run_id },
     // A failure is a fact about the episode only from its own job: a workflow in someone's
-    // pull request could take the same job name.
-    says: (open2) => job.conclusion !== "success" && open2.index === round && (episode === BASE_JOB || open2.episodes.some((e) => e.id === episode && !e.result)),
+    // pull request could take the same job name. A cancelled job is its run's to tell: a run
+    // cancelled in the Actions tab stops the run (onRunCompleted), not K failures and a next round.
+    says: (open2) => job.conclusion !== "success" && job.conclusion !== "cancelled" && open2.index === round && (episode === BASE_JOB || open2.episodes.some((e) => e.id === episode && !e.result)),
     apply: () => {
       ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
     }
@@ -56627,6 +56675,7 @@ async function onRunCompleted(ctxOf, context) {
     says: (open2) => open2.index === m.round,
     apply: () => {
       ctx.roundEnded = m.round;
+      if (w.conclusion === "cancelled") ctx.runCancelled = { round: m.round, workflowRun: w.id };
     }
   });
 }

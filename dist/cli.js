@@ -7412,6 +7412,7 @@ var NOT_STARTED_WITHIN_MS = 5e3;
 var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
 var SANDBOX_SLOTS_PER_PROCESS = 32;
 var SANDBOX_MAX_PROCESSES = 8192;
+var LINKS_PROBED_MAX = 200;
 var SANDBOX_PROBE_TIMEOUT_MS = 3e4;
 var MACHINE_WATCH_EVERY_MS = 200;
 var MACHINE_SHORTAGE_PAUSE_MS = 5e3;
@@ -8086,7 +8087,7 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
 function exec(file2, args, fd3) {
-  return new Promise((resolve8) => {
+  return new Promise((resolve9) => {
     const child = spawn2(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
@@ -8096,11 +8097,11 @@ function exec(file2, args, fd3) {
     if (fd3) writeFd3(child, fd3);
     child.on("error", (e) => {
       clearTimeout(timer);
-      resolve8({ code: 127, stdout, stderr: e.message });
+      resolve9({ code: 127, stdout, stderr: e.message });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve8({ code: code ?? 1, stdout, stderr });
+      resolve9({ code: code ?? 1, stdout, stderr });
     });
   });
 }
@@ -8149,7 +8150,7 @@ function runProcess(file2, args, options) {
 }
 function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  return new Promise((resolve8) => {
+  return new Promise((resolve9) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), Math.min(options.timeoutMs, TIMER_MAX_MS));
@@ -8179,7 +8180,7 @@ function spawnAndWait(file2, args, options, confined2) {
     };
     void waitForEnd(child, output2, settle2).then(async (result) => {
       await stopper.strayGone();
-      resolve8(result);
+      resolve9(result);
     });
     child.on("exit", () => {
       if (child.pid !== void 0) {
@@ -8191,7 +8192,7 @@ function spawnAndWait(file2, args, options, confined2) {
   });
 }
 function waitForEnd(child, output2, settle2) {
-  return new Promise((resolve8) => {
+  return new Promise((resolve9) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8207,7 +8208,7 @@ function waitForEnd(child, output2, settle2) {
       child.stderr.destroy();
       const result = settle2(ended, spawnError);
       output2.log?.end();
-      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve8(result));
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve9(result));
     };
     const drain = (seen, polls) => {
       if (output2.chunks() === seen || polls === 0) finish();
@@ -8322,7 +8323,7 @@ function openLog(path, maxBytes, stop3) {
   let open4 = stream;
   let logged = 0;
   let problem2 = null;
-  const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
+  const closed = new Promise((resolve9) => stream.once("close", () => resolve9()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
     open4 = void 0;
@@ -13503,7 +13504,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve8) {
+function isRecursive(inst, stack, resolve9) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -13513,7 +13514,7 @@ function isRecursive(inst, stack, resolve8) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer2 = isRecursive(child, stack, resolve8);
+      const answer2 = isRecursive(child, stack, resolve9);
       if (answer2 > result)
         result = answer2;
     }
@@ -13524,7 +13525,7 @@ function isRecursive(inst, stack, resolve8) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve8) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve9) : NONE;
       if (child > answer2)
         answer2 = child;
     }
@@ -13588,7 +13589,7 @@ function isRecursive(inst, stack, resolve8) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve8 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve9 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -32250,9 +32251,9 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir20, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
-import { join as join32, relative as relative6 } from "node:path";
+import { join as join33, relative as relative6 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -32748,6 +32749,10 @@ var IDENTITY = [
   "-c",
   "core.splitIndex=false"
 ];
+var REPOSITORY_ENV = /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|CONFIG|CONFIG_PARAMETERS|CONFIG_COUNT|CONFIG_KEY_\d+|CONFIG_VALUE_\d+|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+function withoutRepositoryEnv(env) {
+  return Object.fromEntries(Object.entries(env).filter(([name2]) => !REPOSITORY_ENV.test(name2)));
+}
 var Git = class _Git {
   constructor(cwd, options = {}) {
     this.cwd = cwd;
@@ -32760,7 +32765,7 @@ var Git = class _Git {
    * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
    */
   async exec(args, options = {}) {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+    const env = { ...withoutRepositoryEnv(process.env), ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
     const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
     const r = await runProcess("git", [...IDENTITY, ...args], {
       cwd: this.cwd,
@@ -32839,7 +32844,7 @@ async function gitRunsFromTree(repo) {
 }
 
 // src/local/compare-runs.ts
-import { join as join31 } from "node:path";
+import { join as join32 } from "node:path";
 
 // src/core/chart.ts
 function chartData(state) {
@@ -36667,8 +36672,8 @@ function isInternal(address) {
 }
 function screenLookup(host) {
   let timer;
-  const late = new Promise((resolve8) => {
-    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
+  const late = new Promise((resolve9) => {
+    timer = setTimeout(() => resolve9(null), EGRESS_SCREEN_LOOKUP_MS);
   });
   return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
@@ -36683,19 +36688,19 @@ function splice(a, b) {
   b.on("error", end).on("close", end);
 }
 function dial(host, port) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     const s = connect({ host, port, noDelay: true });
     s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
-      resolve8(s);
+      resolve9(s);
     });
     s.once("error", reject);
   });
 }
 function tunnel(via, host, port) {
   return dial(via.hostname, Number(via.port || 80)).then(
-    (s) => new Promise((resolve8, reject) => {
+    (s) => new Promise((resolve9, reject) => {
       const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
       const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
 ` : "";
@@ -36718,7 +36723,7 @@ ${auth}\r
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
-        resolve8(s);
+        resolve9(s);
       };
       s.on("data", onData);
       s.once("error", reject);
@@ -37084,10 +37089,10 @@ function hangUp(client, answer2) {
   client.end(answer2, () => client.destroy());
 }
 function listen(server, socket) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve9, reject) => {
     server.once("error", reject);
-    if (socket) server.listen(socket, () => resolve8(socket));
-    else server.listen(0, "127.0.0.1", () => resolve8(server.address().port));
+    if (socket) server.listen(socket, () => resolve9(socket));
+    else server.listen(0, "127.0.0.1", () => resolve9(server.address().port));
   });
 }
 
@@ -37421,13 +37426,13 @@ async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   };
 }
 function pause(ms, signal) {
-  return new Promise((resolve8) => {
-    if (signal?.aborted) return resolve8();
+  return new Promise((resolve9) => {
+    if (signal?.aborted) return resolve9();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve8();
+      resolve9();
     }
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -37469,9 +37474,9 @@ async function startGradeService(args) {
     evaluations: grading.count,
     close: async () => {
       closing.abort();
-      await new Promise((resolve8) => {
+      await new Promise((resolve9) => {
         grading.server.closeAllConnections();
-        grading.server.close(() => resolve8());
+        grading.server.close(() => resolve9());
       });
       await grading.queue();
       await rm10(socketDir, { recursive: true, force: true });
@@ -37525,9 +37530,9 @@ async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
-  await new Promise((resolve8, reject) => {
+  await new Promise((resolve9, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve8);
+    server.listen(socket, resolve9);
   });
   await chmod3(socket, 438);
   return { socketDir, socket };
@@ -38829,15 +38834,15 @@ var EpisodeFloor = class {
     const turn = this.queue;
     let done = () => {
     };
-    this.queue = new Promise((resolve8) => {
-      done = resolve8;
+    this.queue = new Promise((resolve9) => {
+      done = resolve9;
     });
     let open4 = () => {
     };
     try {
       await turn;
-      this.gate = new Promise((resolve8) => {
-        open4 = resolve8;
+      this.gate = new Promise((resolve9) => {
+        open4 = resolve9;
       });
       while (this.inFlight > 0 && !signal.aborted) await this.idleOr(signal);
       if (signal.aborted) throw new Error("stopped while waiting to be judged alone");
@@ -38854,9 +38859,9 @@ var EpisodeFloor = class {
     if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
   }
   idleOr(signal) {
-    return new Promise((resolve8) => {
-      this.idle.push(resolve8);
-      signal.addEventListener("abort", () => resolve8(), { once: true });
+    return new Promise((resolve9) => {
+      this.idle.push(resolve9);
+      signal.addEventListener("abort", () => resolve9(), { once: true });
     });
   }
 };
@@ -39105,22 +39110,9 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import {
-  appendFile as appendFile4,
-  chmod as chmod5,
-  cp as cp4,
-  lstat as lstat10,
-  mkdir as mkdir19,
-  mkdtemp as mkdtemp4,
-  readdir as readdir14,
-  readFile as readFile11,
-  realpath as realpath7,
-  rm as rm18,
-  stat as stat11,
-  writeFile as writeFile16
-} from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath7, rm as rm18, stat as stat11 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname13, join as join30, relative as relative5, resolve as resolve6, sep as sep3 } from "node:path";
+import { dirname as dirname14, join as join31, relative as relative5, resolve as resolve7, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir15, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
@@ -39799,9 +39791,9 @@ import { basename as basename3, isAbsolute as isAbsolute8, join as join29 } from
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir18, mkdtemp as mkdtemp3, rm as rm17, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm17, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -39827,7 +39819,7 @@ async function hiddenInSandbox(v) {
     const problems = [];
     const notes = [];
     for (const role of roles) {
-      const needed = [];
+      const needed = role.confine === "grader" ? await linkedOut(v.repo) : [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
       const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env);
@@ -39876,6 +39868,28 @@ async function neededBy(command2, key2, path) {
     if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute7(abs)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s) out.push({ key: key2, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
+  }
+  return out;
+}
+async function linkedOut(repo) {
+  const listed = await new Git(repo).exec(["ls-files", "--stage", "-z"], { check: false });
+  const links = listed.stdout.split("\0").filter((l) => l.startsWith("120000 ")).map((l) => l.slice(l.indexOf("	") + 1));
+  const out = [];
+  for (const link3 of links.slice(0, LINKS_PROBED_MAX)) {
+    const target = await readlink(join28(repo, link3)).catch(() => null);
+    if (target === null) continue;
+    const abs = resolve6(dirname12(join28(repo, link3)), target);
+    if (isInside(abs, repo)) continue;
+    const s = await stat8(abs).catch(() => null);
+    if (s)
+      out.push({
+        key: `the repository's link ${link3}`,
+        name: abs,
+        program: false,
+        outside: abs,
+        folder: s.isDirectory(),
+        runs: true
+      });
   }
   return out;
 }
@@ -40238,16 +40252,67 @@ function mountOf(mountinfo, path) {
   return found;
 }
 
+// src/local/task-copy.ts
+import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir14, writeFile as writeFile16 } from "node:fs/promises";
+import { dirname as dirname13, join as join30 } from "node:path";
+var NEVER_COPIED = /* @__PURE__ */ new Set([".forkflush", ".git", "node_modules"]);
+async function copyTask(taskDir, repo, warnings) {
+  const left = await copyTaskFiles(taskDir, repo);
+  if (left.length > 0)
+    warnings.push(
+      `left out of the copy, as git keeps only files and links: ${left.slice(0, 5).join(", ")}${left.length > 5 ? ` and ${left.length - 5} more` : ""}`
+    );
+  const git = new Git(repo);
+  await git.exec(["init", "--quiet", "--initial-branch=main"]);
+  await mkdir19(join30(repo, ".git", "info"), { recursive: true });
+  await writeFile16(join30(repo, ".git", "info", "attributes"), AS_IS2);
+  await git.exec(["add", "-A"]);
+  await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
+}
+async function copyTaskFiles(taskDir, to) {
+  await mkdir19(to, { recursive: true });
+  const left = [];
+  const filter = async (path) => {
+    const s = await lstat10(path);
+    const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
+    if (!kept) left.push(path);
+    return kept;
+  };
+  const entries = await enclosingRepositoryTakes(taskDir) ?? await readdir14(taskDir);
+  for (const entry of entries) {
+    if (NEVER_COPIED.has(entry.split("/")[0] ?? "")) continue;
+    await mkdir19(dirname13(join30(to, entry)), { recursive: true });
+    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter });
+  }
+  return left;
+}
+async function enclosingRepositoryTakes(dir) {
+  const git = new Git(dir);
+  const inside = await git.exec(["rev-parse", "--is-inside-work-tree"], { check: false });
+  if (inside.exitCode !== 0 || inside.stdout.trim() !== "true") return null;
+  const listed = await git.exec(["ls-files", "--cached", "--others", "--exclude-standard", "-z"]);
+  const paths = listed.stdout.split("\0").filter(Boolean);
+  const present = await Promise.all(
+    paths.map(
+      (p) => lstat10(join30(dir, p)).then(
+        () => p,
+        () => null
+      )
+    )
+  );
+  return [...new Set(present.filter((p) => p !== null))];
+}
+
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve6(configFile ?? join30(dir, CONFIG_PATH));
+  const file2 = resolve7(configFile ?? join31(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile11(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
-      if (await isFile(join30(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
+      if (await isFile(join31(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
     if (above)
       throw new UserError(
         `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
@@ -40259,8 +40324,8 @@ async function loadConfig(dir, configFile, overrides) {
   return { config: parseConfig(text, relative5(process.cwd(), file2) || file2, overrides), file: file2 };
 }
 async function configAbove(dir) {
-  for (let d = dirname13(resolve6(dir)); d !== dirname13(d); d = dirname13(d))
-    if (await isFile(join30(d, CONFIG_PATH))) return d;
+  for (let d = dirname14(resolve7(dir)); d !== dirname14(d); d = dirname14(d))
+    if (await isFile(join31(d, CONFIG_PATH))) return d;
   return null;
 }
 var isFile = (path) => stat11(path).then(
@@ -40341,7 +40406,7 @@ async function startRun(o) {
 }
 async function checkRepository(o, r, warnings) {
   const { taskDir, repo, scratch, config: config2, configFile } = r;
-  const rel = relative5(repo, scratch ? join30(repo, relative5(taskDir, configFile)) : configFile);
+  const rel = relative5(repo, scratch ? join31(repo, relative5(taskDir, configFile)) : configFile);
   const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep3) ? null : rel;
   const isolation = await isolationFor(config2.sandbox.mode);
   const { problems, notes } = await preflight({
@@ -40411,12 +40476,12 @@ async function otherRunsOfTask(taskDir, id) {
   return warnings;
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir19(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir20(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir19(store.dir, { mode: 448 });
+      await mkdir20(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -40427,7 +40492,7 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join30(tmpdir3(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join31(tmpdir3(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -40477,7 +40542,7 @@ async function taskFolder(dir) {
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath7(resolve6(dir));
+  return realpath7(resolve7(dir));
 }
 async function gitTop(dir) {
   const git = new Git(dir);
@@ -40500,41 +40565,13 @@ async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve6(top, r.stdout.trim());
+  const file2 = resolve7(top, r.stdout.trim());
   const text = await readFile11(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir19(join30(file2, ".."), { recursive: true });
+  await mkdir20(join31(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
-}
-async function copyTask(taskDir, repo, warnings) {
-  const left = await copyTaskFiles(taskDir, repo);
-  if (left.length > 0)
-    warnings.push(
-      `left out of the copy, as git keeps only files and links: ${left.slice(0, 5).join(", ")}${left.length > 5 ? ` and ${left.length - 5} more` : ""}`
-    );
-  const git = new Git(repo);
-  await git.exec(["init", "--quiet", "--initial-branch=main"]);
-  await mkdir19(join30(repo, ".git", "info"), { recursive: true });
-  await writeFile16(join30(repo, ".git", "info", "attributes"), AS_IS2);
-  await git.exec(["add", "-A"]);
-  await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
-}
-async function copyTaskFiles(taskDir, to) {
-  await mkdir19(to, { recursive: true });
-  const left = [];
-  const filter = async (path) => {
-    const s = await lstat10(path);
-    const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
-    if (!kept) left.push(path);
-    return kept;
-  };
-  for (const entry of await readdir14(taskDir)) {
-    if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter });
-  }
-  return left;
 }
 
 // src/local/compare-runs.ts
@@ -40543,12 +40580,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join31(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join31(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join32(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join32(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join31(dir, "report.md"),
+    join32(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -40604,7 +40641,7 @@ var CompareRuns = class {
   /** The manifest, saved one write at a time. */
   save() {
     const { m, dir } = this.c;
-    this.saving = this.saving.then(() => writeAtomic(join31(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    this.saving = this.saving.then(() => writeAtomic(join32(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return this.saving;
   }
@@ -40700,7 +40737,7 @@ var CompareRuns = class {
     }
     if (open4) return open4;
     const variant = m.variants.find((v) => v.name === e.variant);
-    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join31(dir, `variant-${variant.name}.yml`);
+    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join32(dir, `variant-${variant.name}.yml`);
     open4 = await adopt(taskDir, m, e, configFile);
     if (!open4) {
       const start2 = this.startLock.then(
@@ -40801,7 +40838,7 @@ async function chooseCompare(o) {
     const ran = same ? void 0 : done.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (ran)
       o.log(
-        `note: ${o.kind} ${ran.id} ran this plan to its end (${join32(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
+        `note: ${o.kind} ${ran.id} ran this plan to its end (${join33(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
       );
   }
   const problems = checkVariants(manifest);
@@ -40813,11 +40850,11 @@ async function chooseCompare(o) {
 }
 async function dryRunCompare(o, c) {
   const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
-  const folder = join32(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join33(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join32(tmpdir4(), "forkflush-variant-"));
-  const configFile = scratch ? join32(scratch, `variant-${first?.name}.yml`) : file2;
+  const scratch = text === null ? null : await mkdtemp5(join33(tmpdir4(), "forkflush-variant-"));
+  const configFile = scratch ? join33(scratch, `variant-${first?.name}.yml`) : file2;
   if (scratch && text !== null) await writeFile17(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
@@ -40837,14 +40874,14 @@ async function runCompare(o) {
   const { taskDir, created, base, configPathInRepo, resumed } = chosen;
   let { manifest } = chosen;
   if (!resumed) {
-    await mkdir20(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir21(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join32(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join33(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile17(join32(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile17(join33(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -40890,7 +40927,7 @@ async function compares(taskDir, kind, resuming) {
   const out = [];
   const done = [];
   for (const name2 of names) {
-    const file2 = join32(root, name2, "compare.json");
+    const file2 = join33(root, name2, "compare.json");
     const text = await readFile12(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -40910,7 +40947,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir20(join32(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir21(join33(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -41066,8 +41103,8 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir21, readFile as readFile13, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
-import { dirname as dirname14, join as join33, relative as relative7, resolve as resolve7 } from "node:path";
+import { mkdir as mkdir22, readFile as readFile13, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
+import { dirname as dirname15, join as join34, relative as relative7, resolve as resolve8 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -41105,7 +41142,7 @@ function commitOfTag(listing, tag) {
 // src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
-  const root = resolve7(dir);
+  const root = resolve8(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   try {
@@ -41123,24 +41160,24 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join33(root, path);
+    const file2 = join34(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir21(dirname14(file2), { recursive: true });
+    await mkdir22(dirname15(file2), { recursive: true });
     await writeFile18(file2, text);
     written.push(path);
   };
   const pinned = v.github === true && typeof v.action === "string" ? await pinAction(v.action, io.env ?? process.env) : null;
   let placeholder2;
-  const made = await mkdir21(root, { recursive: true });
+  const made = await mkdir22(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join33(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join33(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join34(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join34(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, pinned?.action ?? null, pinned?.version);
@@ -41182,7 +41219,7 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join33(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join34(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f2) => !f2.startsWith(".github/") && !named.includes(f2));
   if (read2.length > 0)
@@ -41195,7 +41232,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join33(root, f2))),
+      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join34(root, f2))),
       ...named,
       ...read2,
       ...toWrite
@@ -41285,7 +41322,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join33(root, p))
+      (p) => existsSync4(join34(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -41386,10 +41423,10 @@ async function workflowText(name2, agent, action, version2) {
   return text;
 }
 function packageFile(...parts) {
-  let dir = dirname14(fileURLToPath(import.meta.url));
+  let dir = dirname15(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join33(dir, "package.json")) && existsSync4(join33(dir, ...parts))) return join33(dir, ...parts);
-    dir = dirname14(dir);
+    if (existsSync4(join34(dir, "package.json")) && existsSync4(join34(dir, ...parts))) return join34(dir, ...parts);
+    dir = dirname15(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
@@ -41419,9 +41456,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join33(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join34(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join33(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join34(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -41433,12 +41470,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join33(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join34(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join33(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join34(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -41447,11 +41484,11 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 }
 
 // src/cli/map.ts
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir24 } from "node:fs/promises";
-import { join as join37 } from "node:path";
+import { mkdir as mkdir25 } from "node:fs/promises";
+import { join as join38 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -41785,8 +41822,8 @@ function tripletCount(settings, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir22, readFile as readFile14, writeFile as writeFile19 } from "node:fs/promises";
-import { join as join34 } from "node:path";
+import { appendFile as appendFile5, mkdir as mkdir23, readFile as readFile14, writeFile as writeFile19 } from "node:fs/promises";
+import { join as join35 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -41802,7 +41839,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile14(join34(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile14(join35(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -41812,9 +41849,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir22(join34(this.dir, "specs"), { recursive: true });
+    await mkdir23(join35(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile19(join34(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile19(join35(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -41833,13 +41870,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join34(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join35(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join34(this.dir, "specs", `${commit}.json`);
+    return join35(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -41855,24 +41892,24 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir23, readdir as readdir16, rename as rename8, rm as rm21, stat as stat12, writeFile as writeFile20 } from "node:fs/promises";
-import { join as join35 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir24, readdir as readdir16, rename as rename8, rm as rm21, stat as stat12, writeFile as writeFile20 } from "node:fs/promises";
+import { join as join36 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join35(s.work, call.name);
+  const dir = join36(s.work, call.name);
   if (await stat12(dir).catch(() => null)) await removeTree(dir);
-  const box = join35(dir, "box");
-  const context = join35(dir, "context");
-  for (const d of [join35(box, "home"), join35(box, "tmp"), context]) await mkdir23(d, { recursive: true });
+  const box = join36(dir, "box");
+  const context = join36(dir, "context");
+  for (const d of [join36(box, "home"), join36(box, "tmp"), context]) await mkdir24(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       if (!call.smoke) await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join35(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join36(dir, "judge.log"));
     return reply;
   } finally {
     await rm21(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
@@ -41880,11 +41917,11 @@ async function askJudge(s, call, allowance) {
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join35(box, "prompt.md");
+  const promptFile = join36(box, "prompt.md");
   await writeFile20(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join35(box, "triplet.json");
+  const tripletFile2 = call.triplet === void 0 ? null : join36(box, "triplet.json");
   if (tripletFile2 && call.triplet !== void 0) await writeFile20(tripletFile2, call.triplet);
-  const noGrader = join35(box, "no-grader");
+  const noGrader = join36(box, "no-grader");
   const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
   await writeFile20(noGrader, `#!/bin/sh
 echo '${noGraderSays}' >&2
@@ -41893,8 +41930,8 @@ exit 2
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join35(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join35(box, "tmp"),
+    HOME: join36(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join36(box, "tmp"),
     ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
@@ -41925,7 +41962,7 @@ exit 2
 async function judged(s, call, allowance, o) {
   const { box, context, promptFile, noGrader, env, confined: confined2, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join35(dir, "judge.log");
+  const logFile = join36(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn4 = async (file2, args, options) => {
@@ -41941,7 +41978,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join35(box, "usage.json"),
+    usageFile: join36(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -42005,8 +42042,8 @@ async function keepLog(s, call, log) {
     () => -1
   );
   if (size < 0) return null;
-  await mkdir23(s.failedLogs, { recursive: true });
-  const kept = join35(s.failedLogs, `${call.name}.log`);
+  await mkdir24(s.failedLogs, { recursive: true });
+  const kept = join36(s.failedLogs, `${call.name}.log`);
   await rename8(log, kept).catch(() => {
   });
   return kept;
@@ -42014,7 +42051,7 @@ async function keepLog(s, call, log) {
 async function readOnly(dir) {
   const entries = await readdir16(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join35(dir, e.name);
+    const path = join36(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -42145,7 +42182,7 @@ function judgeLabel(j) {
 
 // src/local/map-target.ts
 import { readdir as readdir17, readFile as readFile15, stat as stat13 } from "node:fs/promises";
-import { join as join36 } from "node:path";
+import { join as join37 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -42157,7 +42194,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir17(root).catch(() => [])).sort();
   const compares2 = [];
-  for (const n of names) if (await stat13(join36(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  for (const n of names) if (await stat13(join37(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares2.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
@@ -42177,8 +42214,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join36(RunStore.runsDir(taskDir), id);
-  const file2 = join36(folder, "compare.json");
+  const folder = join37(RunStore.runsDir(taskDir), id);
+  const file2 = join37(folder, "compare.json");
   const manifest = parseManifest(await readFile15(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -42227,8 +42264,8 @@ async function makeMap(o) {
     runs,
     config: config2,
     settings,
-    cacheDir: join37(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
-    work: join37(target.folder, "map"),
+    cacheDir: join38(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
+    work: join38(target.folder, "map"),
     repos: async () => {
       const repos = /* @__PURE__ */ new Map();
       const hidden = [taskDir, RunStore.runsDir(taskDir)];
@@ -42239,7 +42276,7 @@ async function makeMap(o) {
       }
       return { repos, hidden };
     },
-    lock: () => new RunStore(join37(target.folder, "map")).lock(),
+    lock: () => new RunStore(join38(target.folder, "map")).lock(),
     drawn: () => refreshReports(taskDir, target)
   });
 }
@@ -42265,7 +42302,7 @@ async function mapRuns(j) {
       plan: plan2,
       message: `${j.target.kind} ${j.target.id} has ${snapshots.length} snapshots: a map needs 3`
     };
-  await mkdir24(j.work, { recursive: true, mode: 448 });
+  await mkdir25(j.work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = j.lock ? await j.lock() : async () => {
   };
@@ -42276,7 +42313,7 @@ async function mapRuns(j) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join37(j.work, "calls")).catch(() => {
+    await removeTree(join38(j.work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -42292,8 +42329,8 @@ async function prepare(m) {
     config: j.config,
     isolation,
     env: j.env ?? process.env,
-    work: join37(j.work, "calls"),
-    failedLogs: join37(j.work, "failed"),
+    work: join38(j.work, "calls"),
+    failedLogs: join38(j.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: j.settings.unit,
     signal: j.signal ?? new AbortController().signal
@@ -42359,8 +42396,8 @@ async function draw(r) {
     unit: j.settings.unit,
     budget: j.settings.budget
   });
-  const json2 = join37(j.folder, "map.json");
-  const svg = join37(j.folder, "map.svg");
+  const json2 = join38(j.folder, "map.json");
+  const svg = join38(j.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
@@ -42389,8 +42426,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join37(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join37(r.setup.work, name2, "checkout.index")),
+    cwd: join38(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join38(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -42429,9 +42466,9 @@ async function baseCheckout(r) {
   const first = r.j.runs[0];
   const own3 = first && r.repos.get(first.state.id);
   if (!first || !own3) return;
-  await mkdir24(r.setup.work, { recursive: true });
-  await checkoutInto(own3, first.state.base.commit, join37(r.setup.work, "base"), join37(r.setup.work, "base.index"));
-  await readOnly(join37(r.setup.work, "base"));
+  await mkdir25(r.setup.work, { recursive: true });
+  await checkoutInto(own3, first.state.base.commit, join38(r.setup.work, "base"), join38(r.setup.work, "base.index"));
+  await readOnly(join38(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -42440,7 +42477,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join37(r.setup.work, "base"),
+    cwd: join38(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -42541,7 +42578,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join38(files.folder, "map.svg"), join38(files.folder, "map.png"));
+  const png = await renderPng(join39(files.folder, "map.svg"), join39(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -42552,7 +42589,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join38(files.folder, "report.md")}
+` : ""}report:  ${join39(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -42692,7 +42729,7 @@ function capital(s) {
 }
 
 // src/local/probe.ts
-import { join as join39 } from "node:path";
+import { join as join40 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -42723,11 +42760,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join39(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join40(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join39(folder, "report.md"),
+      join40(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -42972,9 +43009,9 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir25, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm22 } from "node:fs/promises";
+import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm22 } from "node:fs/promises";
 import { tmpdir as tmpdir6 } from "node:os";
-import { join as join40 } from "node:path";
+import { join as join41 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
   usd: SMOKE_CAP_USD,
@@ -42989,7 +43026,7 @@ async function smoke(o, io) {
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
   const taskDir = await realpath8(o.dir);
-  const work = await mkdtemp6(join40(tmpdir6(), "forkflush-smoke-"));
+  const work = await mkdtemp6(join41(tmpdir6(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -43016,9 +43053,9 @@ async function smoke(o, io) {
         smoke: true,
         name: "smoke",
         prompt: SMOKE_PROMPT,
-        cwd: join40(work, "workspace"),
+        cwd: join41(work, "workspace"),
         // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
-        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join40(work, "smoke.index")) : copyTaskFiles(o.dir, cwd).then(() => {
+        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join41(work, "smoke.index")) : copyTaskFiles(o.dir, cwd).then(() => {
         }),
         seed: 0
       },
@@ -43051,7 +43088,7 @@ async function gitTop2(dir) {
   return r.exitCode === 0 ? r.stdout.trim() : null;
 }
 async function checkoutHead(top, cwd, index) {
-  await mkdir25(cwd, { recursive: true });
+  await mkdir26(cwd, { recursive: true });
   await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
     env: { GIT_INDEX_FILE: index }
   });
