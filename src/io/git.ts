@@ -95,12 +95,13 @@ export interface GitOptions {
 }
 
 /**
- * What git reads to find a repository (`git rev-parse --local-env-vars`, git 2.39, and the
- * GIT_CONFIG_KEY_n/VALUE_n pairs): forkflush names its repositories itself, so a caller's (an alias
- * or hook in a linked worktree, a shell that exports GIT_DIR for its dotfiles) never reaches its git.
+ * What git reads to find a repository and its objects (`git rev-parse --local-env-vars`, git 2.39,
+ * but for the config it passes on, which is the user's as ~/.gitconfig is: a `safe.directory`
+ * given that way must hold): forkflush names its repositories itself, so a caller's (an alias or
+ * hook in a linked worktree, a shell that exports GIT_DIR for its dotfiles) never reaches its git.
  */
 const REPOSITORY_ENV =
-  /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|CONFIG|CONFIG_PARAMETERS|CONFIG_COUNT|CONFIG_KEY_\d+|CONFIG_VALUE_\d+|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+  /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
 
 function withoutRepositoryEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => !REPOSITORY_ENV.test(name)));
