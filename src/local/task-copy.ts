@@ -43,12 +43,17 @@ export async function copyTaskFiles(taskDir: string, to: string): Promise<string
   for (const entry of entries) {
     if (NEVER_COPIED.has(entry.split('/')[0] ?? '')) continue;
     await mkdir(dirname(join(to, entry)), { recursive: true });
-    await cp(join(taskDir, entry), join(to, entry), { recursive: true, filter });
+    // Links as written: a relative one made absolute would lead out of the copy, into the user's folder.
+    await cp(join(taskDir, entry), join(to, entry), { recursive: true, filter, verbatimSymlinks: true });
   }
   return left;
 }
 
-/** The paths below `dir` that the repository around it would commit, or null outside any repository. */
+/**
+ * The paths below `dir` that the repository around it would commit, or null outside any
+ * repository, or where it would commit none (a folder its .gitignore keeps out: the user's own
+ * scratch, copied whole as a plain folder is).
+ */
 async function enclosingRepositoryTakes(dir: string): Promise<string[] | null> {
   const git = new Git(dir);
   const inside = await git.exec(['rev-parse', '--is-inside-work-tree'], { check: false });
@@ -64,5 +69,6 @@ async function enclosingRepositoryTakes(dir: string): Promise<string[] | null> {
       ),
     ),
   );
-  return [...new Set(present.filter((p): p is string => p !== null))];
+  const taken = [...new Set(present.filter((p): p is string => p !== null))];
+  return taken.length > 0 ? taken : null;
 }
