@@ -157,7 +157,7 @@ export const SANDBOX_MAX_PROCESSES = 8192;
 /** How long one command of the Action's sandbox setup may take (a sysctl, an AppArmor profile, a sudo check). */
 export const SANDBOX_SETUP_TIMEOUT_MS = 300_000;
 
-/** How many of the repository's committed links the pre-flight follows out (one probe argument each). */
+/** How many of the repository's committed links that lead out of it the pre-flight probes (one probe argument each). */
 export const LINKS_PROBED_MAX = 200;
 /** How long the probe of what a sandbox can see may take: a shell's tests of a few paths, on a busy machine. */
 export const SANDBOX_PROBE_TIMEOUT_MS = 30_000;

@@ -172,11 +172,13 @@ async function linkedOut(repo: string): Promise<Needed[]> {
     .filter((l) => l.startsWith('120000 '))
     .map((l) => l.slice(l.indexOf('\t') + 1));
   const out: Needed[] = [];
-  for (const link of links.slice(0, LINKS_PROBED_MAX)) {
+  for (const link of links) {
+    if (out.length >= LINKS_PROBED_MAX) break;
     const target = await readlink(join(repo, link)).catch(() => null);
     if (target === null) continue;
     const abs = resolve(dirname(join(repo, link)), target);
-    if (isInside(abs, repo)) continue;
+    // One into the repository by its absolute path is as hidden: episodes run in a checkout.
+    if (isInside(abs, repo) && !isAbsolute(target)) continue;
     const s = await stat(abs).catch(() => null);
     if (s)
       out.push({
