@@ -146,7 +146,9 @@ async function nightlyRun(
  * in progress) changes nothing.
  */
 async function nightlyOffOnDefaultBranch(ctx: SyncContext, stored: StoredRun): Promise<string | null> {
-  const { configPath, defaultBranch } = stored.files;
+  const { configPath } = stored.files;
+  // The default branch as it is now: renamed since the run started, it is read under its new name.
+  const defaultBranch = await ctx.api.defaultBranch();
   const text = await ctx.api.readFile(configPath, defaultBranch);
   const where = `\`${configPath}\` on \`${defaultBranch}\``;
   const rest =

@@ -265,9 +265,20 @@ async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, 
   if (commented) throw commented;
 }
 
-/** The round refs a settle left in place, as they hold a person's commit. */
-function keptRefsNote(kept: Record<string, string> | undefined): string[] {
-  const refs = Object.entries(kept ?? {});
+/**
+ * The round refs a settle left in place, as they hold a person's commit, as they are now: one the
+ * team deleted (having merged what it wanted) drops out; one pushed on again is named where it is.
+ */
+async function keptRefsNote(api: GitHubApi, files: GitHubRunRecord): Promise<string[]> {
+  if (!files.keptRefs) return [];
+  const now: Record<string, string> = {};
+  for (const ref of Object.keys(files.keptRefs)) {
+    const at = await api.refSha(ref);
+    if (at !== null) now[ref] = at;
+  }
+  if (Object.keys(now).length > 0) files.keptRefs = now;
+  else delete files.keptRefs;
+  const refs = Object.entries(now);
   if (refs.length === 0) return [];
   const listed = refs.map(([ref, at]) => `\`${refName(ref)}\` (at ${at.slice(0, 7)})`).join(', ');
   return [
@@ -285,7 +296,7 @@ async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRe
         ]
       : []),
     ...(files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : []),
-    ...keptRefsNote(files.keptRefs),
+    ...(await keptRefsNote(api, files)),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),

@@ -267,12 +267,14 @@ export class GitHubWork implements ForgeWork {
   }
 
   /**
-   * Whether an episode's ref is where forkflush left it: its base, its result, or a result of the
-   * episode that landed late. Anything else is a person's push (a reviewer's fix on its pull
-   * request), which deleting the ref would lose.
+   * Whether an episode's ref is where forkflush left it: its base, its result, or (for an episode
+   * recorded without one: its job failed, its deadline passed) a result of it that landed late.
+   * Anything else is a person's push (a reviewer's fix on its pull request, an amended result),
+   * which deleting the ref would lose.
    */
   private async leftByForkflush(state: RunState, e: Episode, at: string): Promise<boolean> {
     if (at === e.base || at === e.result?.commit) return true;
+    if (e.result && e.result.commit !== e.base) return false;
     return 'result' in resultFromCommit(state.id, e, { sha: at, ...(await this.api.commit(at)) });
   }
 
