@@ -1,6 +1,6 @@
 // A review of the GitHub fixes since ff0229d (settleRound's kept refs, the nightly switch read from
 // the default branch), as a team's hands on a run. Every row failed before its fix; its
-// comment says what goes wrong, what the right behaviour is, and where in src/.
+// comment says what went wrong then, what the right behaviour is, and where in src/.
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { CONFIG, Harness, issueText } from './harness.js';

@@ -1,7 +1,7 @@
 // A review of the fixes since ff0229d (task-copy.ts, sandbox-view.ts linkedOut, io/git.ts's
 // environment), as a new user's whole `forkflush run` in a separate process (runCli, a HOME of its
-// own, as in real-repos.test.ts). Every row failed before its fix (its comment tells what the code did then);
-// what goes wrong, what the right behaviour is, and where in src/.
+// own, as in real-repos.test.ts). Every row failed before its fix; its comment says what went
+// wrong then, what the right behaviour is, and where in src/.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
