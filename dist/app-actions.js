@@ -71856,12 +71856,14 @@ var GitHubWork = class {
     this.files.settled.push(round.index);
   }
   /**
-   * Whether an episode's ref is where forkflush left it: its base, its result, or a result of the
-   * episode that landed late. Anything else is a person's push (a reviewer's fix on its pull
-   * request), which deleting the ref would lose.
+   * Whether an episode's ref is where forkflush left it: its base, its result, or (for an episode
+   * recorded without one: its job failed, its deadline passed) a result of it that landed late.
+   * Anything else is a person's push (a reviewer's fix on its pull request, an amended result),
+   * which deleting the ref would lose.
    */
   async leftByForkflush(state, e, at) {
     if (at === e.base || at === e.result?.commit) return true;
+    if (e.result && e.result.commit !== e.base) return false;
     return "result" in resultFromCommit(state.id, e, { sha: at, ...await this.api.commit(at) });
   }
   async moveBest(state, commit) {
@@ -72098,8 +72100,16 @@ ${body}`);
   }
   if (commented) throw commented;
 }
-function keptRefsNote(kept) {
-  const refs = Object.entries(kept ?? {});
+async function keptRefsNote(api, files) {
+  if (!files.keptRefs) return [];
+  const now = {};
+  for (const ref of Object.keys(files.keptRefs)) {
+    const at = await api.refSha(ref);
+    if (at !== null) now[ref] = at;
+  }
+  if (Object.keys(now).length > 0) files.keptRefs = now;
+  else delete files.keptRefs;
+  const refs = Object.entries(now);
   if (refs.length === 0) return [];
   const listed = refs.map(([ref, at]) => `\`${refName(ref)}\` (at ${at.slice(0, 7)})`).join(", ");
   return [
@@ -72113,7 +72123,7 @@ async function updateComment(api, state, files, view) {
       `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
     ] : [],
     ...files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : [],
-    ...keptRefsNote(files.keptRefs),
+    ...await keptRefsNote(api, files),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : [],
@@ -72979,7 +72989,8 @@ async function nightlyRun(ctx, run2, rounds) {
   return { synced: true, active: after.status !== "finished" || nightlyAhead || workHeld(stored) || mapAhead };
 }
 async function nightlyOffOnDefaultBranch(ctx, stored) {
-  const { configPath, defaultBranch } = stored.files;
+  const { configPath } = stored.files;
+  const defaultBranch = await ctx.api.defaultBranch();
   const text = await ctx.api.readFile(configPath, defaultBranch);
   const where = `\`${configPath}\` on \`${defaultBranch}\``;
   const rest = "while it does not (the run keeps the rest of the config it started with; `/autoresearch fork` still runs one round)";

@@ -32749,7 +32749,7 @@ var IDENTITY = [
   "-c",
   "core.splitIndex=false"
 ];
-var REPOSITORY_ENV = /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|CONFIG|CONFIG_PARAMETERS|CONFIG_COUNT|CONFIG_KEY_\d+|CONFIG_VALUE_\d+|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+var REPOSITORY_ENV = /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
 function withoutRepositoryEnv(env) {
   return Object.fromEntries(Object.entries(env).filter(([name2]) => !REPOSITORY_ENV.test(name2)));
 }
@@ -39875,11 +39875,12 @@ async function linkedOut(repo) {
   const listed = await new Git(repo).exec(["ls-files", "--stage", "-z"], { check: false });
   const links = listed.stdout.split("\0").filter((l) => l.startsWith("120000 ")).map((l) => l.slice(l.indexOf("	") + 1));
   const out = [];
-  for (const link3 of links.slice(0, LINKS_PROBED_MAX)) {
+  for (const link3 of links) {
+    if (out.length >= LINKS_PROBED_MAX) break;
     const target = await readlink(join28(repo, link3)).catch(() => null);
     if (target === null) continue;
     const abs = resolve6(dirname12(join28(repo, link3)), target);
-    if (isInside(abs, repo)) continue;
+    if (isInside(abs, repo) && !isAbsolute7(target)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s)
       out.push({
@@ -40282,7 +40283,7 @@ async function copyTaskFiles(taskDir, to) {
   for (const entry of entries) {
     if (NEVER_COPIED.has(entry.split("/")[0] ?? "")) continue;
     await mkdir19(dirname13(join30(to, entry)), { recursive: true });
-    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter });
+    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter, verbatimSymlinks: true });
   }
   return left;
 }
@@ -40300,7 +40301,8 @@ async function enclosingRepositoryTakes(dir) {
       )
     )
   );
-  return [...new Set(present.filter((p) => p !== null))];
+  const taken = [...new Set(present.filter((p) => p !== null))];
+  return taken.length > 0 ? taken : null;
 }
 
 // src/local/start.ts
