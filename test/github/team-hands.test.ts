@@ -10,6 +10,7 @@ import { useGitHubInABox } from './use-box.js';
 useGitHubInABox();
 
 const RUN = 'issue-7';
+const BRANCH0 = 'forkflush/issue-7/round-0/branch-0';
 const statusLine = (h: Harness) =>
   (h.gh.comments.find((c) => c.issue === 7)?.body ?? '').split('\n').find((l) => l.startsWith('**Status:**')) ?? '';
 
@@ -40,6 +41,17 @@ async function episodePullRequests(): Promise<Harness> {
   return h;
 }
 
+/** episodePullRequests, with r0.b0's result landed (20) and r0.b1 still running. */
+async function leaderReported() {
+  const h = await episodePullRequests();
+  const state = h.state(RUN);
+  const [b0, b1] = h.openEpisodes(RUN);
+  if (!b0 || !b1) throw new Error('expected an opening round of two branches');
+  h.pushResult(state, b0, 20);
+  await h.jobCompleted(RUN, b0.id);
+  return { h, state, b0, b1 };
+}
+
 describe("a person's commit on a round's branch (pull_requests: episodes)", () => {
   it("a reviewer's commit on the leading branch's pull request is not deleted with the round's branches", async () => {
     // With `pull_requests: episodes` each branch's pull request invites review, and a reviewer does
@@ -50,13 +62,8 @@ describe("a person's commit on a round's branch (pull_requests: episodes)", () =
     // Expected: nothing lost: a round branch is deleted only while it is where forkflush left it
     // (else kept, and the issue says it holds commits forkflush did not make).
     // Fault: src/github/work.ts settleRound deletes every round ref unconditionally (api.deleteRef).
-    const h = await episodePullRequests();
-    const state = h.state(RUN);
-    const [b0, b1] = h.openEpisodes(RUN);
-    if (!b0 || !b1) throw new Error('expected an opening round of two branches');
-    h.pushResult(state, b0, 20);
-    await h.jobCompleted(RUN, b0.id);
-    const branch = 'forkflush/issue-7/round-0/branch-0';
+    const { h, state, b0, b1 } = await leaderReported();
+    const branch = BRANCH0;
     expect(h.gh.pulls.find((p) => p.head === branch)?.state).toBe('open');
     const fix = pushOn(h, branch, 'review: fix a typo');
     h.pushResult(state, b1, 10);
@@ -80,7 +87,7 @@ describe("a person's commit on a round's branch (pull_requests: episodes)", () =
     const state = h.state(RUN);
     const [b0, b1] = h.openEpisodes(RUN);
     if (!b0 || !b1) throw new Error('expected an opening round of two branches');
-    const mine = pushOn(h, 'forkflush/issue-7/round-0/branch-0', "teammate's fix");
+    const mine = pushOn(h, BRANCH0, "teammate's fix");
     h.pushResult(state, b1, 10);
     await h.jobCompleted(RUN, b1.id);
     await h.jobCompleted(RUN, b0.id, 'failure');
@@ -88,7 +95,74 @@ describe("a person's commit on a round's branch (pull_requests: episodes)", () =
     expect({ teammatesCommitOnABranch: onSomeBranch(h, mine) }).toEqual({ teammatesCommitOnABranch: true });
     expect(issueText(h)).toMatch(/Kept, not deleted with their round: `forkflush\/issue-7\/round-0\/branch-0`/);
   });
+
+  // A reviewer on branch-0's pull request fixes the result the way one fixes a last commit:
+  // `git commit --amend` (or GitHub's web editor on a rebased branch) and a force-push. The
+  // amended commit keeps the result's message, Forkflush- trailers and parent (the episode's
+  // base), so leftByForkflush's resultFromCommit reads it as "a result of this episode that
+  // landed late", and settleRound deletes the branch: the reviewer's fix is on no branch, its pull
+  // request closed, and the issue names nothing (no "Kept" line). Right: only the commits forkflush
+  // recorded or can vouch for (the base, e.result.commit, a result not yet observed that observe
+  // would adopt) count as "left by forkflush"; a commit whose tree is not the recorded result's,
+  // at a ref whose episode already has a result, is a person's and is kept and named.
+  // Where: src/github/work.ts leftByForkflush.
+  it("a reviewer's amended result commit (trailers kept, force-pushed) is not deleted with the round", async () => {
+    const { h, state, b0, b1 } = await leaderReported();
+    const result = h.gh.refs.get(`refs/heads/${BRANCH0}`) as string;
+    const original = h.gh.commits.get(result);
+    if (!original) throw new Error('expected the result commit');
+    // `git commit --amend --no-edit` with a fix, then `git push --force`.
+    const amended = h.gh.commit({
+      message: original.message,
+      parents: original.parents,
+      files: { ...original.files, 'REVIEW.md': 'a reviewer fixed a typo\n' },
+    });
+    h.gh.refs.set(`refs/heads/${BRANCH0}`, amended);
+    h.gh.branchesMoved();
+    h.pushResult(state, b1, 10);
+    await h.jobCompleted(RUN, b1.id);
+    expect(h.state(RUN).rounds[0]?.decision?.winner).toBe(b0.id);
+    expect({ reviewersCommitOnABranch: onSomeBranch(h, amended) }).toEqual({ reviewersCommitOnABranch: true });
+    expect(issueText(h)).toContain(`\`${BRANCH0}\` (at ${amended.slice(0, 7)})`);
+  });
+
+  // The issue tells the team "Kept, not deleted with their round: `...branch-0` ... Merge what you
+  // want from them, then delete them." They do: the branch is merged and deleted. The note stays
+  // in the status comment for the rest of the run (every round, every night): files.keptRefs is
+  // only ever added to, never read against the repository again, so the issue keeps asking to
+  // delete a branch that is gone. Right: a kept ref that is gone (or no longer at the kept commit)
+  // drops out of the note at the next sync.
+  // Where: src/github/sync.ts keptRefsNote / src/github/work.ts (keptRefs never pruned).
+  it('the "Kept" note goes once the team has deleted the kept branch', async () => {
+    const { h, state, b1 } = await leaderReported();
+    pushOn(h, BRANCH0, 'review: fix a typo');
+    h.pushResult(state, b1, 10);
+    await h.jobCompleted(RUN, b1.id);
+    expect(issueText(h)).toContain('Kept, not deleted with their round');
+    // The team merges what it wants and deletes the branch, as the note asks.
+    h.gh.refs.delete(`refs/heads/${BRANCH0}`);
+    h.gh.branchesMoved();
+    // The run goes on: the next rounds' events sync it.
+    await h.playToEnd(RUN);
+    expect(issueText(h)).not.toContain(BRANCH0);
+  });
 });
+
+const NIGHTLY = `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`;
+
+/** A run with nightly rounds, played to its end. */
+async function finishedWithNightlyRounds(): Promise<Harness> {
+  const h = await new Harness({ '.github/autoresearch.yml': NIGHTLY, 'grade.mjs': 'x' }).load();
+  await h.label(7);
+  await h.playToEnd(RUN);
+  return h;
+}
+
+/** A day later, the nightly tick. */
+async function nextNight(h: Harness): Promise<void> {
+  h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+  await nightlyTick(h.api(), h.clock);
+}
 
 describe('the config edited on the default branch mid-run', () => {
   it('turning the nightly rounds off in .github/autoresearch.yml on main stops them, and the issue says why', async () => {
@@ -98,18 +172,12 @@ describe('the config edited on the default branch mid-run', () => {
     // lasted, and the issue said nothing (the run keeps the config it started with).
     // Now the nightly switch is read from the default branch each night: off there, no round
     // runs and the issue is told once why; on again, the rounds go on.
-    const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
-      'grade.mjs': 'x',
-    }).load();
-    await h.label(7);
-    await h.playToEnd(RUN);
+    const h = await finishedWithNightlyRounds();
     const dispatched = h.gh.dispatches.length;
     const main = h.gh.refs.get('refs/heads/main') as string;
     const files = { ...h.gh.commits.get(main)?.files, '.github/autoresearch.yml': CONFIG };
     h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no more nightly rounds', parents: [main], files }));
-    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.api(), h.clock);
+    await nextNight(h);
     expect(h.gh.dispatches.length).toBe(dispatched);
     expect(issueText(h)).toContain(
       'forkflush ran no nightly round: `.github/autoresearch.yml` on `main` no longer asks for nightly rounds',
@@ -118,11 +186,28 @@ describe('the config edited on the default branch mid-run', () => {
     const off = h.gh.refs.get('refs/heads/main') as string;
     const again = {
       ...h.gh.commits.get(off)?.files,
-      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
+      '.github/autoresearch.yml': NIGHTLY,
     };
     h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'nightly rounds again', parents: [off], files: again }));
-    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.api(), h.clock);
+    await nextNight(h);
+    expect(h.gh.dispatches.length).toBe(dispatched + 1);
+  });
+
+  // The repository's default branch is renamed (main -> trunk, in Settings) after the run
+  // started; the config on trunk still asks for nightly rounds. The app follows the rename
+  // everywhere else (dispatches and pull requests read the default branch now), but
+  // nightlyOffOnDefaultBranch reads the config from files.defaultBranch, the name recorded when
+  // the run started: `main` is gone, readFile says null, and the tick runs no nightly round and
+  // tells the issue "`.github/autoresearch.yml` on `main` is gone", every night, though nobody
+  // touched the config. Right: the switch is read from the default branch as it is now
+  // (api.defaultBranch()), and the night's round runs.
+  // Where: src/github/nightly.ts nightlyOffOnDefaultBranch.
+  it('after the default branch is renamed (main -> trunk), the nightly round still runs on the config there', async () => {
+    const h = await finishedWithNightlyRounds();
+    const dispatched = h.gh.dispatches.length;
+    h.gh.renameDefaultBranch('trunk');
+    await nextNight(h);
+    expect(issueText(h)).not.toMatch(/on `main` is gone/);
     expect(h.gh.dispatches.length).toBe(dispatched + 1);
   });
 });
