@@ -35,6 +35,16 @@ function userGit(dir: string, home: string, ...args: string[]): { code: number |
 const monorepoGit = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' });
 
+/** A dataset in the home folder (d.txt: 9), linked into a task repository (`data`, not yet committed) whose grader reads it. */
+function datasetInHome(agent: string) {
+  const home = homeWith();
+  mkdirSync(join(home, 'datasets'));
+  writeFileSync(join(home, 'datasets', 'd.txt'), '9\n');
+  const repo = makeAttackRepo({ agent, grader: `sh -c 'cat data/d.txt'` });
+  symlinkSync(join(home, 'datasets'), join(repo.dir, 'data'));
+  return { home, repo };
+}
+
 describeSandboxed("a new user's real repository", () => {
   // `git worktree add ../feature` and a git alias to start runs (`git config alias.ff '!forkflush
   // run .'`), or a hook that runs `forkflush run . --dry-run`: in a linked worktree git gives
@@ -144,7 +154,9 @@ describeSandboxed("a new user's real repository", () => {
     const r = await runCli(['run', sub.dir], { cwd: sub.dir, deadlineMs: 50_000, env: envFor(home) });
     const seen = join(sub.logs, 'seen.txt');
     expect(r.out).toMatch(/r0\.b0 (scored|no score)/);
-    expect(existsSync(seen) ? readFileSync(seen, 'utf8') : '', r.out).not.toContain(secret);
+    // The agent looked (so the row cannot pass by its not running), and found no key.
+    expect(existsSync(seen), r.out).toBe(true);
+    expect(readFileSync(seen, 'utf8'), r.out).not.toContain(secret);
   }, 60_000);
 
   // A dataset kept in the home folder and linked into the repository (`ln -s ~/datasets data`,
@@ -156,14 +168,7 @@ describeSandboxed("a new user's real repository", () => {
   // Right: before any agent, the run (and its dry run) names the link data, which leads into the
   // home folder the sandbox hides, and the fix (sandbox.read), exit 2; or it reads the data.
   it('a committed link to a dataset in the home folder: refused before any agent naming the link and sandbox.read, or read', async () => {
-    const home = homeWith();
-    mkdirSync(join(home, 'datasets'));
-    writeFileSync(join(home, 'datasets', 'd.txt'), '9\n');
-    const repo = makeAttackRepo({
-      agent: `sh -c 'echo ran > {logs}/agent-ran; echo 5 > value.txt'`,
-      grader: `sh -c 'cat data/d.txt'`,
-    });
-    symlinkSync(join(home, 'datasets'), join(repo.dir, 'data'));
+    const { home, repo } = datasetInHome(`sh -c 'echo ran > {logs}/agent-ran; echo 5 > value.txt'`);
     repo.git('add', '-A');
     repo.git('commit', '-qm', 'the dataset, linked');
     // It grades by hand in the user's folder.
@@ -249,16 +254,9 @@ describeSandboxed("a new user's real repository", () => {
   // run is refused naming `data` and sandbox.read, exit 2.
   // Where: src/local/sandbox-view.ts linkedOut (links.slice(0, LINKS_PROBED_MAX) before the filter).
   it('a link to a dataset in the home folder, after 250 links that stay inside the repository, is still refused naming the link', async () => {
-    const home = homeWith();
-    mkdirSync(join(home, 'datasets'));
-    writeFileSync(join(home, 'datasets', 'd.txt'), '9\n');
-    const repo = makeAttackRepo({
-      agent: `sh -c 'echo 5 > value.txt'`,
-      grader: `sh -c 'cat data/d.txt'`,
-    });
+    const { home, repo } = datasetInHome(`sh -c 'echo 5 > value.txt'`);
     mkdirSync(join(repo.dir, 'aaa'));
     for (let i = 0; i < 250; i++) symlinkSync('../value.txt', join(repo.dir, 'aaa', `l${String(i).padStart(3, '0')}`));
-    symlinkSync(join(home, 'datasets'), join(repo.dir, 'data'));
     repo.git('add', '-A');
     repo.git('commit', '-qm', 'links, and the dataset');
     const r = await runCli(['run', repo.dir, '--dry-run'], { cwd: repo.dir, deadlineMs: 50_000, env: envFor(home) });
