@@ -35,11 +35,12 @@ describeSandboxed('escaping the episode in time (local run)', () => {
 
   it('an agent that exits leaving a detached child holding its stdout ends at once, not at agent.timeout', async () => {
     const marker = unique('ff-holder');
-    const repo = makeAttackRepo({ agent: `sh {fx}/stdout-holder.sh exit ${marker}`, agentTimeout: 5 });
-    const { result, ms } = await runLocal(repo);
+    // A timeout far above what the agent takes (well under a second), so a busy machine cannot
+    // blur "at once" and "at agent.timeout".
+    const repo = makeAttackRepo({ agent: `sh {fx}/stdout-holder.sh exit ${marker}`, agentTimeout: 40 });
+    const { result } = await runLocal(repo);
     expect(result.exit).toBe('finished');
-    expect(result.agentSeconds).toBeLessThan(3);
-    expect(ms).toBeLessThan(12_000);
+    expect(result.agentSeconds).toBeLessThan(20);
     expect(result.score).toBe(4);
     expect(processesWith(marker)).toEqual([]);
   });
@@ -51,7 +52,8 @@ describeSandboxed('escaping the episode in time (local run)', () => {
     expect(result.exit).toBe('timeout');
     expect(result.agentSeconds).toBeGreaterThanOrEqual(5);
     expect(result.agentSeconds).toBeLessThan(8.5);
-    expect(ms).toBeLessThan(16_000);
+    // The whole run (setup, grading) only bounded against a hang: the promise is agentSeconds.
+    expect(ms).toBeLessThan(60_000);
     expect(result.score).toBe(4);
     expect(processesWith(marker)).toEqual([]);
   });

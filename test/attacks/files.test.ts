@@ -84,7 +84,9 @@ describeSandboxed('the journal', () => {
     expect(result.score).toBe(5);
     const message = commitMessage(join(repo.dir, '.git'), result.commit);
     expect(message.length).toBeLessThan(8_000);
-    expect(ms).toBeLessThan(25_000);
+    // A hang bound, not a speed target (bench/ has those): reading the journal line by line more
+    // than once would take minutes; a busy CI machine stretched the few seconds it takes past 20.
+    expect(ms).toBeLessThan(90_000);
   });
 });
 

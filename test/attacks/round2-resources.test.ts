@@ -100,10 +100,11 @@ describeSandboxed('floods and closed streams', () => {
 
   it('an agent that closes stdin, stdout and stderr at once still has its work recorded', async () => {
     const repo = makeAttackRepo({ agent: 'sh {fx}/round2-flood.sh closed', grader: CAT_GRADER });
-    const { result, ms } = await runLocal(repo);
+    const { result } = await runLocal(repo);
+    // 'finished', not 'timeout': forkflush did not wait out agent.timeout (20 s) for streams that
+    // never speak again; score 6: nor did it take their closing for the agent's end and cut it short.
     expect(result.exit).toBe('finished');
     expect(result.score).toBe(6);
-    expect(ms).toBeLessThan(15_000);
   });
 });
 

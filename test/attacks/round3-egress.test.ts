@@ -230,8 +230,9 @@ describeSandboxed('round 3: egress', () => {
     const [flooder, caller] = state.rounds[0]?.episodes ?? [];
     const c = report(repo.logs, 'calls-r0.b1');
     for (let i = 0; i < 20; i++) expect(c[`status${i}`], `call ${i}`).toBe(200);
-    // Each call answered within a second and a half, flood or not (a busy machine included).
-    expect(Math.max(...c.ms)).toBeLessThan(1500);
+    // Each call answered within 5 s, flood or not: a starved one would wait out the 8 s flood.
+    // (Idle they take milliseconds; the room is for a busy machine.)
+    expect(Math.max(...c.ms)).toBeLessThan(5000);
     expect(report(repo.logs, 'flood-r0.b0').opened).toBeGreaterThan(1000);
     expect(flooder?.result?.note).toMatch(/the agent was refused \d+ connections: example\.com:443/);
     expect(caller?.result?.score).toBe(5);

@@ -28,7 +28,8 @@ describe('runShell stops', () => {
     });
     expect(result.stopped).toBe('timeout');
     // The stray holds the output pipes: the run only ends early if the stray is killed.
-    expect(result.ms).toBeLessThan(5000);
+    // (Far below the stray's 30 s, with room for a busy machine.)
+    expect(result.ms).toBeLessThan(15_000);
     const stray = Number(readFileSync(join(dir, 'stray.pid'), 'utf8'));
     await new Promise((r) => setTimeout(r, 300));
     expect(alive(stray)).toBe(false);
