@@ -1,0 +1,155 @@
+// A review of bad input on the local CLI path, as a new user and a careless teammate give it: each
+// row is a mistake that today is not stopped with a clear message (file, field, what is valid)
+// before anything is spent. Each row's comment says what happens instead.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli } from './cli-io.js';
+import { makeTaskRepo } from './task-repo.js';
+
+// Two episodes of one lineage at most: a row that is not refused ends in seconds.
+const small = { budget: 'total: 12\n  unit: tokens\n  episode: 6' };
+/** Any episode id in the output: an episode ran, so something was spent. */
+const EPISODE = /\br\d+\.b\d+\b/;
+
+/** A task repository moved into a folder of its own, OUTER/repo, so that OUTER holds it. */
+function repoInsideFolder(extra: (outer: string) => string): { outer: string; dir: string; calls: () => unknown[] } {
+  const outer = mkdtempSync(join(tmpdir(), 'forkflush-outer-'));
+  const repo = makeTaskRepo({ ...small, extra: `${extra(outer)}\nstrategy: single-run` });
+  const dir = join(outer, 'repo');
+  renameSync(repo.dir, dir);
+  return { outer, dir, calls: repo.calls };
+}
+
+describe('bad input on the local CLI path', () => {
+  it('grader.command of only spaces is refused like an empty one, before any agent runs', async () => {
+    // Today: `command: ""` is refused (grader.command must not be empty), but `command: "   "`
+    // passes --dry-run (exit 0, "the checks passed"); the run starts agents, every episode gets
+    // "the grader printed nothing on stdout", and the run stops with exit 1 after spending.
+    const repo = makeTaskRepo({ ...small, grader: '"   "', extra: 'strategy: single-run' });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/autoresearch\.yml:\d+:\d+: grader\.command/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('agent.command of only spaces is refused like an empty one, before any episode is charged', async () => {
+    // Today: `command: ""` is refused, `command: "   "` passes --dry-run; the run charges each
+    // episode its whole allowance ("the agent wrote no usage file ... charged 6 tokens as an
+    // estimate") and only then stops: "the agent ended without changing the workspace ...".
+    const repo = makeTaskRepo({ ...small, agentCommand: '"   "', extra: 'strategy: single-run' });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/autoresearch\.yml:\d+:\d+: agent\.command/);
+    expect(r.out + r.err).not.toMatch(EPISODE);
+  });
+
+  it('grader.protected: ["."] protects the journal (git reads "." as the whole tree) and is refused', async () => {
+    // Today: "*" and "**" are refused ("protects the journal (NOTES.md)"), but "." passes --dry-run
+    // with a wrong note ("grader.protected does not cover grade.sh"); git restores the whole tree,
+    // every episode "changed protected paths", and the run stops with exit 1 after spending.
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
+    const config = readFileSync(join(repo.dir, '.github', 'autoresearch.yml'), 'utf8');
+    writeFileSync(
+      join(repo.dir, '.github', 'autoresearch.yml'),
+      config.replace(/protected: \[[^\]]*\]/, 'protected: [.]'),
+    );
+    repo.git('commit', '-qam', 'protect everything');
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/grader\.protected/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('journal: naming the script grader.command runs is refused before any agent starts', async () => {
+    // Today: journal: grade.sh with grade.sh protected is refused, but with it unprotected the
+    // dry run passes; each episode's journal lines are appended to the grader script, the judge
+    // then fails ("grade.sh: 3: Syntax error: \"(\" unexpected") and the run stops with exit 1.
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run\njournal: grade.sh' });
+    const config = readFileSync(join(repo.dir, '.github', 'autoresearch.yml'), 'utf8');
+    writeFileSync(
+      join(repo.dir, '.github', 'autoresearch.yml'),
+      config.replace(/protected: \[[^\]]*\]/, 'protected: [agent.mjs]'),
+    );
+    repo.git('commit', '-qam', 'journal in the grader');
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/journal/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('sandbox.write naming a folder that holds the repository is refused (it shows the run folder to the agent)', async () => {
+    // Today: the dry run passes and the run goes on. Run as an ordinary user, the agent then reads
+    // (and may write) .forkflush/<run>/seal.key and state.json, which the README says the sandbox
+    // hides (checked by hand). Run as root (here), the bind hides the episode's own places from the
+    // agent's uid: "Cannot find module '.../workspaces/r2.b0/agent.mjs'" three times, then exit 2
+    // after charging those episodes, naming the agent's crash, not sandbox.write. (With an agent
+    // that runs anyway: "cannot create .../box/usage.json: Permission denied", estimates, exit 0.)
+    const { outer, dir, calls } = repoInsideFolder(() => '');
+    const config = readFileSync(join(dir, '.github', 'autoresearch.yml'), 'utf8');
+    writeFileSync(
+      join(dir, '.github', 'autoresearch.yml'),
+      config.replace('  write: [', `  write: [${JSON.stringify(outer)}, `),
+    );
+    execGit(dir, 'commit', '-qam', 'share the folder');
+    const r = await cli('run', dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.out + r.err, r.err).not.toMatch(EPISODE);
+    expect(r.err).toMatch(/sandbox\.write/);
+    expect(calls()).toEqual([]);
+  });
+
+  it('sandbox.read naming a folder that holds the repository is refused (it shows the seal key to the agent)', async () => {
+    // Today: the dry run passes. Run as an ordinary user, the agent lists .forkflush/<run>/ and
+    // reads seal.key (checked by hand: its bytes land in the agent's commit), exit 0. Run as root
+    // (here), the read-only bind hides the agent's own workspace: "Cannot find module
+    // '.../workspaces/r2.b0/agent.mjs'" three times, then exit 2 telling the user to fix the agent.
+    const { dir, calls } = repoInsideFolder((outer) => `  read: [${JSON.stringify(outer)}]`);
+    const r = await cli('run', dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/sandbox\.read/);
+    expect(calls()).toEqual([]);
+  });
+
+  it('an empty task file is refused, naming it, before any agent starts', async () => {
+    // Today: TASK.md of zero bytes passes --dry-run with no note, and every episode's prompt
+    // quotes an empty task.
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
+    writeFileSync(join(repo.dir, 'TASK.md'), '');
+    repo.git('commit', '-qam', 'empty task');
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/TASK\.md/);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('init DIR where DIR is a file: exit 2 saying it is not a folder, not a raw EEXIST', async () => {
+    // Today: "forkflush: failed: EEXIST: file already exists, mkdir '<DIR>'", exit 1 (run, status,
+    // resume, compare and map say "<DIR> is not a folder: name the task's repository", exit 2).
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-initfile-'));
+    const file = join(dir, 'notes.txt');
+    writeFileSync(file, 'x\n');
+    const args = ['--grader', 'sh grade.sh', '--agent-command', 'sh agent.sh', '--budget', '5', '--unit', 'tokens'];
+    const r = await cli('init', file, ...args, '--yes');
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain('is not a folder');
+    expect(r.err).not.toMatch(/EEXIST|ENOTDIR/);
+  });
+
+  it('a config of two YAML documents says so, not "please use YAML.parseAllDocuments()"', async () => {
+    // Today: ".github/autoresearch.yml:N:1: not valid YAML: Source contains multiple documents;
+    // please use YAML.parseAllDocuments()": advice to the library's caller, not to the user.
+    const repo = makeTaskRepo({ ...small, extra: '---\nstrategy: single-run' });
+    const r = await cli('plan', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/autoresearch\.yml:\d+:\d+: /);
+    expect(r.err).not.toContain('parseAllDocuments');
+    expect(r.err).toMatch(/---|document/);
+  });
+});
+
+function execGit(dir: string, ...args: string[]): void {
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: dir });
+}
