@@ -38,7 +38,8 @@ describe('bad input on the local CLI path', () => {
   it('agent.command of only spaces is refused like an empty one, before any episode is charged', async () => {
     // Today: `command: ""` is refused, `command: "   "` passes --dry-run; the run charges each
     // episode its whole allowance ("the agent wrote no usage file ... charged 6 tokens as an
-    // estimate") and only then stops: "the agent ended without changing the workspace ...".
+    // estimate") and only then stops: here (single-run) exit 1, "no episode did any work"; with
+    // fork-and-flush, after the opening round of 4, exit 2 "the agent ended without changing...".
     const repo = makeTaskRepo({ ...small, agentCommand: '"   "', extra: 'strategy: single-run' });
     const r = await cli('run', repo.dir);
     expect(r.code, r.err).toBe(2);
