@@ -2721,7 +2721,7 @@ var require_transport = __commonJS({
     var { createRequire: createRequire2 } = __require("module");
     var { existsSync: existsSync2 } = __require("node:fs");
     var getCallers = require_caller();
-    var { join, isAbsolute, sep: sep2 } = __require("node:path");
+    var { join, isAbsolute: isAbsolute2, sep: sep2 } = __require("node:path");
     var { fileURLToPath: fileURLToPath5 } = __require("node:url");
     var sleep2 = require_atomic_sleep();
     var onExit = require_on_exit_leak_free();
@@ -2794,7 +2794,7 @@ var require_transport = __commonJS({
           return false;
         }
       }
-      return isAbsolute(path8) && !existsSync2(path8);
+      return isAbsolute2(path8) && !existsSync2(path8);
     }
     function stripQuotes(value) {
       const first = value[0];
@@ -2920,7 +2920,7 @@ var require_transport = __commonJS({
       return stream;
       function fixTarget(origin) {
         origin = bundlerOverrides[origin] || origin;
-        if (isAbsolute(origin) || origin.indexOf("file://") === 0) {
+        if (isAbsolute2(origin) || origin.indexOf("file://") === 0) {
           return origin;
         }
         if (origin === "pino/file") {
@@ -50398,6 +50398,32 @@ var SCHEDULES_REMEMBERED_MAX = 100;
 var EPISODES_PER_BUDGET_MAX = 1e3;
 var SIMULATED_MAX_ROUNDS = 1e4;
 
+// src/core/commands.ts
+var isAbsolute = (path8) => path8.startsWith("/");
+var basename = (path8) => path8.slice(path8.lastIndexOf("/") + 1);
+var INTERPRETERS = /* @__PURE__ */ new Set([
+  "node",
+  "python",
+  "python3",
+  "sh",
+  "bash",
+  "zsh",
+  "ruby",
+  "perl",
+  "deno",
+  "bun",
+  "Rscript"
+]);
+function fileItRuns(command) {
+  const words = (command.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
+  const [program, file2] = words;
+  if (program?.includes("/") && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
+    return program.replace(/^\.\//, "");
+  if (!program || !file2 || !INTERPRETERS.has(basename(program))) return null;
+  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
+  return file2.replace(/^\.\//, "");
+}
+
 // src/core/compare/config.ts
 var import_yaml3 = __toESM(require_dist2(), 1);
 
@@ -50852,8 +50878,9 @@ function insideRepository(path8) {
   return !path8.split(/[\\/]/).some((part) => part === "..");
 }
 var timeoutSeconds = (fallback) => external_exports.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
+var commandLine = external_exports.string().regex(/\S/, "must not be empty");
 var graderSchema = external_exports.strictObject({
-  command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
+  command: commandLine.describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
   timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
@@ -50864,7 +50891,7 @@ var graderSchema = external_exports.strictObject({
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).optional().describe(
+  command: commandLine.optional().describe(
     'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'
   ),
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
@@ -50877,7 +50904,6 @@ var agentSchema = external_exports.strictObject({
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
 });
-var commandLine = external_exports.string().min(1);
 var setupSchema = external_exports.strictObject({
   commands: external_exports.array(commandLine).default([]).describe(
     "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
@@ -50967,8 +50993,12 @@ var limitsSchema = external_exports.strictObject({
 
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
+function normalGlob(glob) {
+  return glob.split("/").filter((part) => part !== "" && part !== ".").join("/");
+}
 function matchesGlob(path8, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  const pattern = normalGlob(glob);
+  if (pattern === "") return true;
   if (!WILDCARD.test(pattern)) return path8 === pattern || path8.startsWith(`${pattern}/`);
   return globRegExp(pattern).test(path8);
 }
@@ -50977,7 +51007,7 @@ function matchesAny(path8, globs) {
 }
 function mayHoldMatch(folder, globs) {
   return globs.some((glob) => {
-    const parts = glob.replace(/^\.\//, "").replace(/\/+$/, "").split("/");
+    const parts = normalGlob(glob).split("/");
     const wild = parts.findIndex((p) => WILDCARD.test(p));
     const lead = (wild === -1 ? parts : parts.slice(0, wild)).join("/");
     return lead === "" || `${lead}/`.startsWith(`${folder}/`) || folder.startsWith(`${lead}/`);
@@ -51171,7 +51201,8 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError(
       doc.errors.map((e) => {
         const pos = lineCounter.linePos(e.pos[0]);
-        return `${file2}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split("\n")[0]}`;
+        const what = e.code === "MULTIPLE_DOCS" ? "a second YAML document starts here (`---`), and the config is one: remove the line, or move what follows into the mapping above" : `not valid YAML: ${e.message.split("\n")[0]}`;
+        return `${file2}:${pos.line}:${pos.col}: ${what}`;
       })
     );
   }
@@ -51216,7 +51247,25 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
+  const script = scriptAt(config3, config3.journal);
+  if (script)
+    throw new ConfigError([
+      `${locate(["journal"])}: journal: ${config3.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`
+    ]);
   return config3;
+}
+function scriptAt(c, path8) {
+  const commands = [
+    ["grader.command", c.grader.command],
+    ["agent.command", c.agent.command],
+    ...c.setup.commands.map((command) => ["setup", command])
+  ];
+  const file2 = normalGlob(path8);
+  for (const [key, command] of commands) {
+    const ran = command ? fileItRuns(command) : null;
+    if (ran && normalGlob(ran) === file2) return { key, command };
+  }
+  return null;
 }
 function wholeGradings(c) {
   if (c.budget.unit !== "evaluations") return null;

@@ -7559,8 +7559,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat15 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return stat15.slice(stat15.lastIndexOf(")") + 2).split(" ");
+    const stat16 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return stat16.slice(stat16.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -8036,9 +8036,11 @@ function mountArgs(c) {
   };
   add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
   const tmp = real("/tmp") ?? "/tmp";
+  const shown = [...c.readable, ...c.shared ?? []].map(real).filter((p) => p !== null);
   for (const p of c.hidden) {
     const path = real(p);
-    if (!path || path === "/" || isInside(path, tmp)) continue;
+    const reshown = (h) => shown.some((b) => b !== h && isInside(h, b));
+    if (!path || path === "/" || isInside(path, tmp) && !reshown(path)) continue;
     add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
   }
   const binds = [];
@@ -8087,7 +8089,7 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
 function exec(file2, args, fd3) {
-  return new Promise((resolve9) => {
+  return new Promise((resolve10) => {
     const child = spawn2(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
@@ -8097,11 +8099,11 @@ function exec(file2, args, fd3) {
     if (fd3) writeFd3(child, fd3);
     child.on("error", (e) => {
       clearTimeout(timer);
-      resolve9({ code: 127, stdout, stderr: e.message });
+      resolve10({ code: 127, stdout, stderr: e.message });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve9({ code: code ?? 1, stdout, stderr });
+      resolve10({ code: code ?? 1, stdout, stderr });
     });
   });
 }
@@ -8150,7 +8152,7 @@ function runProcess(file2, args, options) {
 }
 function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  return new Promise((resolve9) => {
+  return new Promise((resolve10) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), Math.min(options.timeoutMs, TIMER_MAX_MS));
@@ -8180,7 +8182,7 @@ function spawnAndWait(file2, args, options, confined2) {
     };
     void waitForEnd(child, output2, settle2).then(async (result) => {
       await stopper.strayGone();
-      resolve9(result);
+      resolve10(result);
     });
     child.on("exit", () => {
       if (child.pid !== void 0) {
@@ -8192,7 +8194,7 @@ function spawnAndWait(file2, args, options, confined2) {
   });
 }
 function waitForEnd(child, output2, settle2) {
-  return new Promise((resolve9) => {
+  return new Promise((resolve10) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8208,7 +8210,7 @@ function waitForEnd(child, output2, settle2) {
       child.stderr.destroy();
       const result = settle2(ended, spawnError);
       output2.log?.end();
-      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve9(result));
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve10(result));
     };
     const drain = (seen, polls) => {
       if (output2.chunks() === seen || polls === 0) finish();
@@ -8323,7 +8325,7 @@ function openLog(path, maxBytes, stop3) {
   let open4 = stream;
   let logged = 0;
   let problem2 = null;
-  const closed = new Promise((resolve9) => stream.once("close", () => resolve9()));
+  const closed = new Promise((resolve10) => stream.once("close", () => resolve10()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
     open4 = void 0;
@@ -13504,7 +13506,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve9) {
+function isRecursive(inst, stack, resolve10) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -13514,7 +13516,7 @@ function isRecursive(inst, stack, resolve9) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer2 = isRecursive(child, stack, resolve9);
+      const answer2 = isRecursive(child, stack, resolve10);
       if (answer2 > result)
         result = answer2;
     }
@@ -13525,7 +13527,7 @@ function isRecursive(inst, stack, resolve9) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve9) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve10) : NONE;
       if (child > answer2)
         answer2 = child;
     }
@@ -13589,7 +13591,7 @@ function isRecursive(inst, stack, resolve9) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve9 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve10 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -28154,6 +28156,35 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/commands.ts
+var isAbsolute = (path) => path.startsWith("/");
+var basename = (path) => path.slice(path.lastIndexOf("/") + 1);
+function namedPaths(command2) {
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+}
+var INTERPRETERS = /* @__PURE__ */ new Set([
+  "node",
+  "python",
+  "python3",
+  "sh",
+  "bash",
+  "zsh",
+  "ruby",
+  "perl",
+  "deno",
+  "bun",
+  "Rscript"
+]);
+function fileItRuns(command2) {
+  const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
+  const [program, file2] = words;
+  if (program?.includes("/") && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
+    return program.replace(/^\.\//, "");
+  if (!program || !file2 || !INTERPRETERS.has(basename(program))) return null;
+  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
+  return file2.replace(/^\.\//, "");
+}
+
 // src/core/compare/config.ts
 var import_yaml = __toESM(require_dist(), 1);
 
@@ -28786,8 +28817,9 @@ function insideRepository(path) {
   return !path.split(/[\\/]/).some((part) => part === "..");
 }
 var timeoutSeconds = (fallback) => external_exports.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
+var commandLine = external_exports.string().regex(/\S/, "must not be empty");
 var graderSchema = external_exports.strictObject({
-  command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
+  command: commandLine.describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
   timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
@@ -28798,7 +28830,7 @@ var graderSchema = external_exports.strictObject({
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).optional().describe(
+  command: commandLine.optional().describe(
     'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'
   ),
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
@@ -28811,7 +28843,6 @@ var agentSchema = external_exports.strictObject({
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
 });
-var commandLine = external_exports.string().min(1);
 var setupSchema = external_exports.strictObject({
   commands: external_exports.array(commandLine).default([]).describe(
     "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
@@ -28901,8 +28932,12 @@ var limitsSchema = external_exports.strictObject({
 
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
+function normalGlob(glob) {
+  return glob.split("/").filter((part) => part !== "" && part !== ".").join("/");
+}
 function matchesGlob(path, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  const pattern = normalGlob(glob);
+  if (pattern === "") return true;
   if (!WILDCARD.test(pattern)) return path === pattern || path.startsWith(`${pattern}/`);
   return globRegExp(pattern).test(path);
 }
@@ -28960,7 +28995,7 @@ function guardedFolders(files, globs) {
   const present = new Set(files);
   const guarded = /* @__PURE__ */ new Set();
   for (const glob of globs) {
-    const parts = glob.replace(/^\.\//, "").replace(/\/+$/, "").split("/");
+    const parts = normalGlob(glob).split("/");
     const wild = parts.findIndex((p) => /[*?[{]/.test(p));
     const last = parts.length - 1;
     if (wild === -1 && (present.has(parts.join("/")) || folders.has(parts.join("/")))) continue;
@@ -29134,7 +29169,8 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError(
       doc.errors.map((e) => {
         const pos = lineCounter.linePos(e.pos[0]);
-        return `${file2}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split("\n")[0]}`;
+        const what = e.code === "MULTIPLE_DOCS" ? "a second YAML document starts here (`---`), and the config is one: remove the line, or move what follows into the mapping above" : `not valid YAML: ${e.message.split("\n")[0]}`;
+        return `${file2}:${pos.line}:${pos.col}: ${what}`;
       })
     );
   }
@@ -29179,7 +29215,25 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
+  const script = scriptAt(config2, config2.journal);
+  if (script)
+    throw new ConfigError([
+      `${locate(["journal"])}: journal: ${config2.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`
+    ]);
   return config2;
+}
+function scriptAt(c, path) {
+  const commands = [
+    ["grader.command", c.grader.command],
+    ["agent.command", c.agent.command],
+    ...c.setup.commands.map((command2) => ["setup", command2])
+  ];
+  const file2 = normalGlob(path);
+  for (const [key2, command2] of commands) {
+    const ran = command2 ? fileItRuns(command2) : null;
+    if (ran && normalGlob(ran) === file2) return { key: key2, command: command2 };
+  }
+  return null;
 }
 function wholeGradings(c) {
   if (c.budget.unit !== "evaluations") return null;
@@ -32690,7 +32744,7 @@ function progressEstimate(o) {
 
 // src/io/git.ts
 import { lstat, readdir, realpath } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve, sep as sep2 } from "node:path";
+import { isAbsolute as isAbsolute2, join, relative, resolve, sep as sep2 } from "node:path";
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
     super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
@@ -32818,7 +32872,7 @@ async function gitRunsFromTree(repo) {
   const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
   const inTree = (path) => {
     const rel = relative(top, resolve(top, path));
-    return rel === "" || rel.startsWith("..") || isAbsolute(rel) ? null : rel.split(sep2).join("/");
+    return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : rel.split(sep2).join("/");
   };
   const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
   const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
@@ -33418,7 +33472,7 @@ import { join as join3 } from "node:path";
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { basename, delimiter, dirname as dirname2, isAbsolute as isAbsolute2, join as join2 } from "node:path";
+import { basename as basename2, delimiter, dirname as dirname2, isAbsolute as isAbsolute3, join as join2 } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT = {
@@ -33689,7 +33743,7 @@ function agentConfinement(p, config2, env) {
 function judgeFixedPaths(files, globs) {
   const covered = /* @__PURE__ */ new Set();
   for (const g of globs) {
-    const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*(\/\*)?$/, "");
+    const folder = normalGlob(g).replace(/\/\*\*(\/\*)?$/, "");
     if (folder !== "" && !/[*?[]/.test(folder) && files.some((f2) => f2.startsWith(`${folder}/`))) covered.add(folder);
   }
   const under = (f2, folders) => [...folders].some((d) => f2.startsWith(`${d}/`));
@@ -33753,13 +33807,13 @@ function exposedInside(hidden, never2, env) {
   const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
   const out = new Set(ALWAYS_READABLE);
   for (const d of dirs) {
-    const dir = d && isAbsolute2(d) ? realOrNull(d) : null;
+    const dir = d && isAbsolute3(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
     const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -33794,8 +33848,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat15 = readFileSync4(`/proc/${pid}/stat`, "utf8");
-    return Number(stat15.slice(stat15.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat16 = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    return Number(stat16.slice(stat16.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -35151,7 +35205,7 @@ import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readFile as readFile4, realpath as realpath3, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, dirname as dirname6, join as join9 } from "node:path";
+import { basename as basename3, dirname as dirname6, join as join9 } from "node:path";
 
 // src/io/logins.ts
 import { existsSync as existsSync2 } from "node:fs";
@@ -35326,7 +35380,7 @@ var gemini = defineSpec({
     const chats = join9(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
     for (const f2 of files) if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
-    if (dirname6(best.path) !== chats) await rename3(best.path, join9(chats, basename2(best.path)));
+    if (dirname6(best.path) !== chats) await rename3(best.path, join9(chats, basename3(best.path)));
     return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
@@ -35399,7 +35453,7 @@ async function projectSlug(dir, workdir) {
     if (owners.every((o) => o === void 0 || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const folder = basename2(workdir).toLowerCase();
+  const folder = basename3(workdir).toLowerCase();
   const name2 = folder.match(/[a-z0-9]+/g)?.join("-") || "project";
   let slug = `ff-${name2}`;
   for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join9(b, slug))); n++) slug = `ff-${name2}-${n}`;
@@ -36672,8 +36726,8 @@ function isInternal(address) {
 }
 function screenLookup(host) {
   let timer;
-  const late = new Promise((resolve9) => {
-    timer = setTimeout(() => resolve9(null), EGRESS_SCREEN_LOOKUP_MS);
+  const late = new Promise((resolve10) => {
+    timer = setTimeout(() => resolve10(null), EGRESS_SCREEN_LOOKUP_MS);
   });
   return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
@@ -36688,19 +36742,19 @@ function splice(a, b) {
   b.on("error", end).on("close", end);
 }
 function dial(host, port) {
-  return new Promise((resolve9, reject) => {
+  return new Promise((resolve10, reject) => {
     const s = connect({ host, port, noDelay: true });
     s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
-      resolve9(s);
+      resolve10(s);
     });
     s.once("error", reject);
   });
 }
 function tunnel(via, host, port) {
   return dial(via.hostname, Number(via.port || 80)).then(
-    (s) => new Promise((resolve9, reject) => {
+    (s) => new Promise((resolve10, reject) => {
       const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
       const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
 ` : "";
@@ -36723,7 +36777,7 @@ ${auth}\r
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
-        resolve9(s);
+        resolve10(s);
       };
       s.on("data", onData);
       s.once("error", reject);
@@ -37089,10 +37143,10 @@ function hangUp(client, answer2) {
   client.end(answer2, () => client.destroy());
 }
 function listen(server, socket) {
-  return new Promise((resolve9, reject) => {
+  return new Promise((resolve10, reject) => {
     server.once("error", reject);
-    if (socket) server.listen(socket, () => resolve9(socket));
-    else server.listen(0, "127.0.0.1", () => resolve9(server.address().port));
+    if (socket) server.listen(socket, () => resolve10(socket));
+    else server.listen(0, "127.0.0.1", () => resolve10(server.address().port));
   });
 }
 
@@ -37426,13 +37480,13 @@ async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   };
 }
 function pause(ms, signal) {
-  return new Promise((resolve9) => {
-    if (signal?.aborted) return resolve9();
+  return new Promise((resolve10) => {
+    if (signal?.aborted) return resolve10();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve9();
+      resolve10();
     }
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -37474,9 +37528,9 @@ async function startGradeService(args) {
     evaluations: grading.count,
     close: async () => {
       closing.abort();
-      await new Promise((resolve9) => {
+      await new Promise((resolve10) => {
         grading.server.closeAllConnections();
-        grading.server.close(() => resolve9());
+        grading.server.close(() => resolve10());
       });
       await grading.queue();
       await rm10(socketDir, { recursive: true, force: true });
@@ -37530,9 +37584,9 @@ async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
-  await new Promise((resolve9, reject) => {
+  await new Promise((resolve10, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve9);
+    server.listen(socket, resolve10);
   });
   await chmod3(socket, 438);
   return { socketDir, socket };
@@ -37582,12 +37636,12 @@ function withoutJudgeOnly(config2) {
 
 // src/worker/hidden-paths.ts
 import { stat as stat3 } from "node:fs/promises";
-import { dirname as dirname7, isAbsolute as isAbsolute4, relative as relative2, resolve as resolve3 } from "node:path";
+import { dirname as dirname7, isAbsolute as isAbsolute5, relative as relative2, resolve as resolve3 } from "node:path";
 
 // src/io/executables.ts
 import { constants as constants2 } from "node:fs";
 import { access, stat as stat2 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join16 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute4, join as join16 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat2(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -37597,10 +37651,10 @@ async function isExecutable(file2) {
   );
 }
 async function findExecutable(name2, path) {
-  if (isAbsolute3(name2)) return await isExecutable(name2) ? name2 : null;
+  if (isAbsolute4(name2)) return await isExecutable(name2) ? name2 : null;
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
-    if (!isAbsolute3(dir)) continue;
+    if (!isAbsolute4(dir)) continue;
     const file2 = join16(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
@@ -37626,7 +37680,7 @@ async function hiddenPathFailure(missing, text, c) {
 }
 async function whereOutside(name2, c) {
   let found = null;
-  if (isAbsolute4(name2)) found = await stat3(name2).catch(() => null) ? resolve3(name2) : null;
+  if (isAbsolute5(name2)) found = await stat3(name2).catch(() => null) ? resolve3(name2) : null;
   else if (!name2.includes("/")) found = await findExecutable(name2, c.path);
   if (!found || isInside(found, c.workspace)) return null;
   return found;
@@ -38834,15 +38888,15 @@ var EpisodeFloor = class {
     const turn = this.queue;
     let done = () => {
     };
-    this.queue = new Promise((resolve9) => {
-      done = resolve9;
+    this.queue = new Promise((resolve10) => {
+      done = resolve10;
     });
     let open4 = () => {
     };
     try {
       await turn;
-      this.gate = new Promise((resolve9) => {
-        open4 = resolve9;
+      this.gate = new Promise((resolve10) => {
+        open4 = resolve10;
       });
       while (this.inFlight > 0 && !signal.aborted) await this.idleOr(signal);
       if (signal.aborted) throw new Error("stopped while waiting to be judged alone");
@@ -38859,9 +38913,9 @@ var EpisodeFloor = class {
     if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
   }
   idleOr(signal) {
-    return new Promise((resolve9) => {
-      this.idle.push(resolve9);
-      signal.addEventListener("abort", () => resolve9(), { once: true });
+    return new Promise((resolve10) => {
+      this.idle.push(resolve10);
+      signal.addEventListener("abort", () => resolve10(), { once: true });
     });
   }
 };
@@ -39110,17 +39164,17 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath7, rm as rm18, stat as stat11 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath8, rm as rm18, stat as stat11 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname14, join as join31, relative as relative5, resolve as resolve7, sep as sep3 } from "node:path";
+import { dirname as dirname14, join as join31, relative as relative5, resolve as resolve8, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir15, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute6, join as join24, resolve as resolve5 } from "node:path";
+import { dirname as dirname10, isAbsolute as isAbsolute7, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
 import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile6, rename as rename6, rm as rm14, writeFile as writeFile14 } from "node:fs/promises";
-import { isAbsolute as isAbsolute5, join as join23, resolve as resolve4 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
   if (await readdir11(dir).catch(() => null) !== null) return { dir };
@@ -39158,7 +39212,7 @@ async function linkTree(from, to, objects) {
       if (src === join23(objects, "info", "alternates")) {
         const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
-        return writeFile14(dst, paths.map((l) => isAbsolute5(l) ? l : resolve4(objects, l)).join("\n"));
+        return writeFile14(dst, paths.map((l) => isAbsolute6(l) ? l : resolve4(objects, l)).join("\n"));
       }
       if (!e.isFile()) return;
       await link(src, dst).catch((err) => {
@@ -39190,9 +39244,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath5(isAbsolute6(common) ? common : resolve5(this.repo, common));
+      const commonDir = await realpath5(isAbsolute7(common) ? common : resolve5(this.repo, common));
       const objects = join24(commonDir, "objects");
-      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute6(l) ? l : resolve5(objects, l));
+      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute7(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -39786,14 +39840,14 @@ function uncommittedGraderInputs(committed, working) {
 }
 
 // src/local/preflight.ts
-import { stat as stat9 } from "node:fs/promises";
-import { basename as basename3, isAbsolute as isAbsolute8, join as join29 } from "node:path";
+import { realpath as realpath6, stat as stat9 } from "node:fs/promises";
+import { isAbsolute as isAbsolute9, join as join29, resolve as resolve7 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
 import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm17, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute7, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute8, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -39865,7 +39919,7 @@ async function neededBy(command2, key2, path) {
   for (const m of command2.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
     const raw = m[1].replace(/[,.]+$/, "");
     const abs = raw.startsWith("~/") ? expandHome(raw) : raw;
-    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute7(abs)) continue;
+    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute8(abs)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s) out.push({ key: key2, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
   }
@@ -39880,7 +39934,7 @@ async function linkedOut(repo) {
     const target = await readlink(join28(repo, link3)).catch(() => null);
     if (target === null) continue;
     const abs = resolve6(dirname12(join28(repo, link3)), target);
-    if (isInside(abs, repo) && !isAbsolute7(target)) continue;
+    if (isInside(abs, repo) && !isAbsolute8(target)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s)
       out.push({
@@ -40042,6 +40096,9 @@ commit them (git add, git commit), then run again`
   }
   notes.push(...await unprotected(p));
   problems.push(...await misplacedFiles(p));
+  const task = await unwrittenTask(p);
+  if (task.problem) problems.push(task.problem);
+  if (task.note) notes.push(task.note);
   const submodules = await submodulesOf(p.repo);
   if (submodules.length > 0)
     notes.push(
@@ -40050,6 +40107,7 @@ commit them (git add, git commit), then run again`
   const blocking = await blockingRef(p.repo);
   if (blocking) problems.push(blocking);
   const absent = async (paths) => (await Promise.all(paths.map(async (x) => await stat9(expandHome(x)).catch(() => null) ? [] : [x]))).flat();
+  if (p.sandbox) problems.push(...await showsPrivate(p.config, p.sandbox.private));
   const unbindable = await absent(p.config.sandbox.write);
   for (const x of unbindable)
     problems.push(
@@ -40073,6 +40131,28 @@ commit them (git add, git commit), then run again`
   }
   return { problems, notes };
 }
+async function showsPrivate(config2, privatePlaces) {
+  const real2 = (x) => realpath6(x).catch(() => resolve7(x));
+  const places = await Promise.all(privatePlaces.map(real2));
+  const inner = [...places.slice(1), ...places.slice(0, 1).map((repo) => join29(repo, ".git"))];
+  const problems = [];
+  for (const key2 of ["read", "write"]) {
+    for (const entry of config2.sandbox[key2]) {
+      const path = await real2(expandHome(entry));
+      const held = places.find((place) => isInside(place, path));
+      const within = inner.find((place) => isInside(path, place));
+      if (held)
+        problems.push(
+          `sandbox.${key2}: ${entry} holds ${held === places[0] ? "the repository" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): name the folders inside it the agent needs${held === places[0] ? ` (a folder of the repository is fine, such as ${join29(held, "data")})` : ""}`
+        );
+      else if (within)
+        problems.push(
+          `sandbox.${key2}: ${entry} is inside ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`
+        );
+    }
+  }
+  return problems;
+}
 async function submodulesOf(repo) {
   const git = new Git(repo);
   if ((await git.exec(["cat-file", "-e", "HEAD:.gitmodules"], { check: false })).exitCode !== 0) return [];
@@ -40095,6 +40175,20 @@ async function misplacedFiles(p) {
     );
   return problems;
 }
+async function unwrittenTask(p) {
+  const task = await new Git(p.repo).exec(["cat-file", "blob", `HEAD:${p.config.task}`], { check: false });
+  if (task.exitCode !== 0) return {};
+  if (task.stdout.trim() === "")
+    return {
+      problem: `task: ${p.config.task} is empty in the last commit, and it is all the agents are told of the task: describe the task there, commit it, then run again`
+    };
+  if (task.stdout.includes(TASK_PLACEHOLDER))
+    return {
+      note: `task: ${p.config.task} still has the line init wrote for you to replace ("${TASK_PLACEHOLDER}"): the agents read it as it is`
+    };
+  return {};
+}
+var TASK_PLACEHOLDER = "Describe the problem here: what to build or improve, the constraints, what not to touch.";
 async function blockingRef(repo) {
   const r = await new Git(repo).exec(["show-ref", "--verify", "--quiet", "refs/heads/forkflush"], { check: false });
   return r.exitCode === 0 ? "the branch forkflush blocks the branches a run makes (forkflush/<run>/...): rename it (git branch -m forkflush forkflush-old), then run again" : null;
@@ -40143,31 +40237,6 @@ async function uncommittedInputs(p) {
   }
   return [...listed.values()];
 }
-function namedPaths(command2) {
-  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute8(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
-}
-var INTERPRETERS = /* @__PURE__ */ new Set([
-  "node",
-  "python",
-  "python3",
-  "sh",
-  "bash",
-  "zsh",
-  "ruby",
-  "perl",
-  "deno",
-  "bun",
-  "Rscript"
-]);
-function fileItRuns(command2) {
-  const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
-  const [program, file2] = words;
-  if (program?.includes("/") && !isAbsolute8(program) && !/^~|[$`'"(]/.test(program))
-    return program.replace(/^\.\//, "");
-  if (!program || !file2 || !INTERPRETERS.has(basename3(program))) return null;
-  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute8(file2)) return null;
-  return file2.replace(/^\.\//, "");
-}
 async function homePaths(config2) {
   const problems = [];
   for (const [key2, command2] of [
@@ -40189,14 +40258,14 @@ async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
   if (first.includes("/")) {
-    const file2 = isAbsolute8(first) ? first : join29(p.repo, first);
+    const file2 = isAbsolute9(first) ? first : join29(p.repo, first);
     if (await isExecutable(file2)) return null;
     const exists3 = await stat9(file2).then(
       () => true,
       () => false
     );
-    if (!exists3 && !isAbsolute8(first) && p.config.setup.commands.length > 0) return null;
-    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute8(first) ? "" : " in the repository"}`;
+    if (!exists3 && !isAbsolute9(first) && p.config.setup.commands.length > 0) return null;
+    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute9(first) ? "" : " in the repository"}`;
   }
   return await onPath(first, p.env.PATH ?? "") ? null : `${key2}: \`${first}\` is not found on PATH: install it, or name it with its full path`;
 }
@@ -40207,7 +40276,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute8(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join29(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute9(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join29(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
@@ -40217,7 +40286,7 @@ async function onPath(name2, path) {
 
 // src/local/run-place.ts
 import { constants as constants4 } from "node:fs";
-import { access as access2, readFile as readFile10, realpath as realpath6, stat as stat10 } from "node:fs/promises";
+import { access as access2, readFile as readFile10, realpath as realpath7, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 async function runPlaceProblems(taskDir) {
   const problems = [];
@@ -40226,7 +40295,7 @@ async function runPlaceProblems(taskDir) {
   const tempDir = await stat10(temp).catch(() => null);
   if (!tempDir?.isDirectory()) problems.push(`${named} is not a folder: create it, or set TMPDIR to one`);
   else if (!await writable(temp)) problems.push(`${named} is not writable: set TMPDIR to a folder you can write`);
-  const dir = await realpath6(taskDir);
+  const dir = await realpath7(taskDir);
   if (!await writable(dir))
     problems.push(
       `${dir} is not writable (a read-only mount or checkout): forkflush keeps each run in its .forkflush folder; run it on a writable copy of the repository`
@@ -40307,7 +40376,7 @@ async function enclosingRepositoryTakes(dir) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve7(configFile ?? join31(dir, CONFIG_PATH));
+  const file2 = resolve8(configFile ?? join31(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile11(file2, "utf8");
@@ -40326,7 +40395,7 @@ async function loadConfig(dir, configFile, overrides) {
   return { config: parseConfig(text, relative5(process.cwd(), file2) || file2, overrides), file: file2 };
 }
 async function configAbove(dir) {
-  for (let d = dirname14(resolve7(dir)); d !== dirname14(d); d = dirname14(d))
+  for (let d = dirname14(resolve8(dir)); d !== dirname14(d); d = dirname14(d))
     if (await isFile(join31(d, CONFIG_PATH))) return d;
   return null;
 }
@@ -40544,7 +40613,7 @@ async function taskFolder(dir) {
     throw new UserError(
       `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
     );
-  return realpath7(resolve7(dir));
+  return realpath8(resolve8(dir));
 }
 async function gitTop(dir) {
   const git = new Git(dir);
@@ -40561,13 +40630,13 @@ async function gitTop(dir) {
     throw new UserError(
       `the repository at ${dir} uses ${format.stdout.trim()} object names: forkflush works with SHA-1 repositories only. Run it on a copy of the task in a folder of its own (no repository: forkflush makes one), or in a SHA-1 clone`
     );
-  return realpath7(r.stdout.trim());
+  return realpath8(r.stdout.trim());
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve7(top, r.stdout.trim());
+  const file2 = resolve8(top, r.stdout.trim());
   const text = await readFile11(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
   await mkdir20(join31(file2, ".."), { recursive: true });
@@ -41105,8 +41174,8 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir22, readFile as readFile13, rm as rm20, writeFile as writeFile18 } from "node:fs/promises";
-import { dirname as dirname15, join as join34, relative as relative7, resolve as resolve8 } from "node:path";
+import { mkdir as mkdir22, readFile as readFile13, rm as rm20, stat as stat12, writeFile as writeFile18 } from "node:fs/promises";
+import { dirname as dirname15, join as join34, relative as relative7, resolve as resolve9 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -41143,8 +41212,18 @@ function commitOfTag(listing, tag) {
 
 // src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
+async function notAFolder(dir) {
+  for (let d = dir; ; d = dirname15(d)) {
+    const s = await stat12(d).catch(() => null);
+    if (s) return s.isDirectory() ? null : d;
+    if (dirname15(d) === d) return null;
+  }
+}
 async function initTask(dir, v, io) {
-  const root = resolve8(dir);
+  const root = resolve9(dir);
+  const notFolder = await notAFolder(root);
+  if (notFolder)
+    throw new UserError(`${notFolder} is not a folder: name the task's folder (init makes it if it is not there)`);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   try {
@@ -41167,6 +41246,11 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
       kept.push(path);
       return;
     }
+    const blocking = await notAFolder(dirname15(file2));
+    if (blocking)
+      throw new UserError(
+        `${blocking} is a file where init would make a folder for ${path}: move it away, then run init again`
+      );
     await mkdir22(dirname15(file2), { recursive: true });
     await writeFile18(file2, text);
     written.push(path);
@@ -41378,7 +41462,7 @@ strategy: fork-and-flush
 function taskText(a) {
   return `# The task
 
-Describe the problem here: what to build or improve, the constraints, what not to touch.
+${TASK_PLACEHOLDER}
 
 ## The score
 
@@ -41894,14 +41978,14 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir24, readdir as readdir16, rename as rename8, rm as rm21, stat as stat12, writeFile as writeFile20 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir24, readdir as readdir16, rename as rename8, rm as rm21, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
   const dir = join36(s.work, call.name);
-  if (await stat12(dir).catch(() => null)) await removeTree(dir);
+  if (await stat13(dir).catch(() => null)) await removeTree(dir);
   const box = join36(dir, "box");
   const context = join36(dir, "context");
   for (const d of [join36(box, "home"), join36(box, "tmp"), context]) await mkdir24(d, { recursive: true });
@@ -42039,7 +42123,7 @@ function exitProblem(exit, r, note, allowance, unit, smoke2) {
   return `${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;
 }
 async function keepLog(s, call, log) {
-  const size = await stat12(log).then(
+  const size = await stat13(log).then(
     (x) => x.size,
     () => -1
   );
@@ -42183,7 +42267,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir17, readFile as readFile15, stat as stat13 } from "node:fs/promises";
+import { readdir as readdir17, readFile as readFile15, stat as stat14 } from "node:fs/promises";
 import { join as join37 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -42196,7 +42280,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir17(root).catch(() => [])).sort();
   const compares2 = [];
-  for (const n of names) if (await stat13(join37(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  for (const n of names) if (await stat14(join37(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares2.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
@@ -42233,7 +42317,7 @@ async function compareTarget(taskDir, id) {
 }
 async function mapConfig(taskDir, target, configFile) {
   const file2 = configFile ?? target.manifest?.configFile ?? target.runs[0]?.info.configFile;
-  if (configFile || file2 && await stat13(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
+  if (configFile || file2 && await stat14(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
   return (await loadConfig(taskDir).catch(() => null))?.config ?? target.runs[0].state.config;
 }
 async function refreshReports(taskDir, target) {
@@ -42815,7 +42899,7 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 }
 
 // src/cli/resume.ts
-import { stat as stat14 } from "node:fs/promises";
+import { stat as stat15 } from "node:fs/promises";
 
 // src/cli/drive.ts
 function sandboxLine(open4) {
@@ -42963,7 +43047,7 @@ ${home.join("\n")}
 async function resumeCommand(dir, p, io) {
   const open4 = await openRun(dir, str2(p.values.run));
   const made = open4.info.taskDir;
-  if (!await stat14(made).catch(() => null))
+  if (!await stat15(made).catch(() => null))
     throw new UserError(
       `run ${open4.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; move the folder back to go on with it, or start a new run here: forkflush run ${dir}`
     );
@@ -43011,7 +43095,7 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath8, rm as rm22 } from "node:fs/promises";
+import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath9, rm as rm22 } from "node:fs/promises";
 import { tmpdir as tmpdir6 } from "node:os";
 import { join as join41 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
@@ -43027,7 +43111,7 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
-  const taskDir = await realpath8(o.dir);
+  const taskDir = await realpath9(o.dir);
   const work = await mkdtemp6(join41(tmpdir6(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };

@@ -6,12 +6,13 @@
 // that is missing, a program not found) and what to do next. It never overwrites a file without
 // --force, and makes nothing when an answer is wrong.
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { specOfName } from '../agents/specs.js';
 import { GRADER_OUTPUT_MAX_CHARS, INIT_GRADER_TIMEOUT_SECONDS } from '../core/bounds.js';
+import { fileItRuns, namedPaths } from '../core/commands.js';
 import { AGENT_KINDS, CONFIG_PATH, ConfigError, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { AGENT_TIMEOUT_SECONDS } from '../core/method.js';
@@ -20,7 +21,7 @@ import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
 import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
-import { fileItRuns, namedPaths } from '../local/preflight.js';
+import { TASK_PLACEHOLDER } from '../local/preflight.js';
 import { pinAction } from './action-pin.js';
 import type { Parsed } from './args.js';
 import type { Io } from './io.js';
@@ -40,8 +41,20 @@ interface Answers {
   protected: string[];
 }
 
+/** The first of `dir` and the folders above it that is there and is not a folder (a file: mkdir fails there), or null. */
+async function notAFolder(dir: string): Promise<string | null> {
+  for (let d = dir; ; d = dirname(d)) {
+    const s = await stat(d).catch(() => null);
+    if (s) return s.isDirectory() ? null : d;
+    if (dirname(d) === d) return null;
+  }
+}
+
 export async function initTask(dir: string, v: Parsed['values'], io: Io): Promise<number> {
   const root = resolve(dir);
+  const notFolder = await notAFolder(root);
+  if (notFolder)
+    throw new UserError(`${notFolder} is not a folder: name the task's folder (init makes it if it is not there)`);
   // Every answer, and the config made of them, is checked before anything is made: a wrong one
   // leaves no folder behind.
   const answers = await ask(root, v, io);
@@ -67,6 +80,11 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
       kept.push(path);
       return;
     }
+    const blocking = await notAFolder(dirname(file));
+    if (blocking)
+      throw new UserError(
+        `${blocking} is a file where init would make a folder for ${path}: move it away, then run init again`,
+      );
     await mkdir(dirname(file), { recursive: true });
     await writeFile(file, text);
     written.push(path);
@@ -298,7 +316,7 @@ strategy: fork-and-flush
 function taskText(a: Answers): string {
   return `# The task
 
-Describe the problem here: what to build or improve, the constraints, what not to touch.
+${TASK_PLACEHOLDER}
 
 ## The score
 

@@ -93,8 +93,11 @@ export function insideRepository(path: string): boolean {
 /** A timeout in seconds: positive, and at most TIMEOUT_MAX_SECONDS (a week). */
 const timeoutSeconds = (fallback: number) => z.number().positive().max(TIMEOUT_MAX_SECONDS).default(fallback);
 
+// Blank is empty: a shell given only spaces runs nothing and exits 0.
+export const commandLine = z.string().regex(/\S/, 'must not be empty');
+
 export const graderSchema = z.strictObject({
-  command: z.string().min(1).describe('Shell command run in the workspace; its last stdout line is the score.'),
+  command: commandLine.describe('Shell command run in the workspace; its last stdout line is the score.'),
   direction: z.enum(['maximize', 'minimize']).default('maximize'),
   timeout: timeoutSeconds(GRADER_TIMEOUT_SECONDS).describe('Seconds one grading may take.'),
   protected: z
@@ -115,9 +118,7 @@ export const graderSchema = z.strictObject({
 
 export const agentSchema = z.strictObject({
   kind: z.enum(AGENT_KINDS).default('command'),
-  command: z
-    .string()
-    .min(1)
+  command: commandLine
     .optional()
     .describe(
       'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.',
@@ -145,7 +146,6 @@ export const agentSchema = z.strictObject({
 export type AgentSchema = typeof agentSchema;
 
 /** A shell command line: not empty. */
-export const commandLine = z.string().min(1);
 
 /**
  * What prepares a workspace before each episode, outside the agent's budget: its commands, run in

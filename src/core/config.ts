@@ -6,6 +6,7 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { EPISODES_PER_BUDGET_MAX } from './bounds.js';
+import { fileItRuns } from './commands.js';
 import { compareSchema } from './compare/config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
 import {
@@ -24,7 +25,7 @@ import {
   setupSchema,
   unlisted,
 } from './config-sections.js';
-import { matchesGlob } from './globs.js';
+import { matchesGlob, normalGlob } from './globs.js';
 import { isRecord } from './json.js';
 import { mapSchema } from './map/config.js';
 import { PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
@@ -179,7 +180,12 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     throw new ConfigError(
       doc.errors.map((e) => {
         const pos = lineCounter.linePos(e.pos[0]);
-        return `${file}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split('\n')[0]}`;
+        // The library's words for this one are advice to its caller.
+        const what =
+          e.code === 'MULTIPLE_DOCS'
+            ? 'a second YAML document starts here (`---`), and the config is one: remove the line, or move what follows into the mapping above'
+            : `not valid YAML: ${e.message.split('\n')[0]}`;
+        return `${file}:${pos.line}:${pos.col}: ${what}`;
       }),
     );
   }
@@ -230,7 +236,27 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     throw new ConfigError([
       `${locate(['journal'])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`,
     ]);
+  const script = scriptAt(config, config.journal);
+  if (script)
+    throw new ConfigError([
+      `${locate(['journal'])}: journal: ${config.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`,
+    ]);
   return config;
+}
+
+/** The command of the config that runs the file at `path` as its script (or program), if one does. */
+function scriptAt(c: Config, path: string): { key: string; command: string } | null {
+  const commands: [string, string | undefined][] = [
+    ['grader.command', c.grader.command],
+    ['agent.command', c.agent.command],
+    ...c.setup.commands.map((command): [string, string] => ['setup', command]),
+  ];
+  const file = normalGlob(path);
+  for (const [key, command] of commands) {
+    const ran = command ? fileItRuns(command) : null;
+    if (ran && normalGlob(ran) === file) return { key, command: command as string };
+  }
+  return null;
 }
 
 /**

@@ -5,8 +5,17 @@
 
 const WILDCARD = /[*?[]/;
 
+/** A glob as git reads it: `.` components and empty ones dropped (`.` and `./` are the whole tree, `./a//b/` is `a/b`). */
+export function normalGlob(glob: string): string {
+  return glob
+    .split('/')
+    .filter((part) => part !== '' && part !== '.')
+    .join('/');
+}
+
 export function matchesGlob(path: string, glob: string): boolean {
-  const pattern = glob.replace(/^\.\//, '').replace(/\/+$/, '');
+  const pattern = normalGlob(glob);
+  if (pattern === '') return true;
   if (!WILDCARD.test(pattern)) return path === pattern || path.startsWith(`${pattern}/`);
   return globRegExp(pattern).test(path);
 }
@@ -21,7 +30,7 @@ export function matchesAny(path: string, globs: readonly string[]): boolean {
  */
 export function mayHoldMatch(folder: string, globs: readonly string[]): boolean {
   return globs.some((glob) => {
-    const parts = glob.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
+    const parts = normalGlob(glob).split('/');
     const wild = parts.findIndex((p) => WILDCARD.test(p));
     const lead = (wild === -1 ? parts : parts.slice(0, wild)).join('/');
     return lead === '' || `${lead}/`.startsWith(`${folder}/`) || folder.startsWith(`${lead}/`);
@@ -115,7 +124,7 @@ export function guardedFolders(files: readonly string[], globs: readonly string[
   const present = new Set(files);
   const guarded = new Set<string>();
   for (const glob of globs) {
-    const parts = glob.replace(/^\.\//, '').replace(/\/+$/, '').split('/');
+    const parts = normalGlob(glob).split('/');
     const wild = parts.findIndex((p) => /[*?[{]/.test(p));
     const last = parts.length - 1;
     // A literal path the tree has: a file pinned, or a folder read-only whole; nothing new in it.

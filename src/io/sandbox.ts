@@ -356,10 +356,13 @@ export function mountArgs(c: Confinement): string[] {
   };
   add('/tmp', ['--bind', real(c.tmp) ?? c.tmp, '/tmp']);
   const tmp = real('/tmp') ?? '/tmp';
+  const shown = [...c.readable, ...(c.shared ?? [])].map(real).filter((p): p is string => p !== null);
   for (const p of c.hidden) {
     const path = real(p);
-    // Everything under /tmp is hidden already: /tmp is the private one.
-    if (!path || path === '/' || isInside(path, tmp)) continue;
+    // Everything under /tmp is hidden already (/tmp is the private one), unless a folder bound
+    // from the real /tmp (a sandbox.read there) holds it and would show it again.
+    const reshown = (h: string) => shown.some((b) => b !== h && isInside(h, b));
+    if (!path || path === '/' || (isInside(path, tmp) && !reshown(path))) continue;
     add(path, isDirectory(path) ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   }
   const binds: string[] = [];

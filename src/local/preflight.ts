@@ -2,15 +2,16 @@
 // last commit), can the agent's program be found, can its CLI log in, and does the sandbox show
 // the agent, the grader and setup what their commands need (sandbox-view.ts)? Each problem is
 // said with what to do, and stops the run (exit 2), a dry run too.
-import { stat } from 'node:fs/promises';
-import { basename, isAbsolute, join } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
+import { fileItRuns, namedPaths } from '../core/commands.js';
 import type { Config } from '../core/config.js';
 import { installCommand } from '../core/failure.js';
 import { matchesAny } from '../core/globs.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
-import type { Sandbox } from '../io/sandbox.js';
+import { isInside, type Sandbox } from '../io/sandbox.js';
 import { expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { hiddenInSandbox, IGNORED_FIX, ignoredByGit, SHELL_WORDS } from './sandbox-view.js';
@@ -68,6 +69,9 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   }
   notes.push(...(await unprotected(p)));
   problems.push(...(await misplacedFiles(p)));
+  const task = await unwrittenTask(p);
+  if (task.problem) problems.push(task.problem);
+  if (task.note) notes.push(task.note);
   const submodules = await submodulesOf(p.repo);
   if (submodules.length > 0)
     notes.push(
@@ -78,6 +82,7 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   if (blocking) problems.push(blocking);
   const absent = async (paths: string[]) =>
     (await Promise.all(paths.map(async (x) => ((await stat(expandHome(x)).catch(() => null)) ? [] : [x])))).flat();
+  if (p.sandbox) problems.push(...(await showsPrivate(p.config, p.sandbox.private)));
   const unbindable = await absent(p.config.sandbox.write);
   for (const x of unbindable)
     problems.push(
@@ -100,6 +105,37 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+
+/**
+ * sandbox.read and sandbox.write entries that would show the agent forkflush's own places (the
+ * repository, the runs folder: records, the seal key, every episode's workspace). The sandbox
+ * hides them inside a folder it shows, but the agent's own places are in them, so a folder that
+ * holds them cannot be shown whole; a folder inside the repository (a dataset) can, except its
+ * .git and the runs folder.
+ */
+async function showsPrivate(config: Config, privatePlaces: string[]): Promise<string[]> {
+  const real = (x: string) => realpath(x).catch(() => resolve(x));
+  const places = await Promise.all(privatePlaces.map(real));
+  const inner = [...places.slice(1), ...places.slice(0, 1).map((repo) => join(repo, '.git'))];
+  const problems: string[] = [];
+  for (const key of ['read', 'write'] as const) {
+    for (const entry of config.sandbox[key]) {
+      const path = await real(expandHome(entry));
+      const held = places.find((place) => isInside(place, path));
+      const within = inner.find((place) => isInside(path, place));
+      if (held)
+        problems.push(
+          `sandbox.${key}: ${entry} holds ${held === places[0] ? 'the repository' : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): ` +
+            `name the folders inside it the agent needs${held === places[0] ? ` (a folder of the repository is fine, such as ${join(held, 'data')})` : ''}`,
+        );
+      else if (within)
+        problems.push(
+          `sandbox.${key}: ${entry} is inside ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`,
+        );
+    }
+  }
+  return problems;
 }
 
 /** The submodules of the last commit (gitlinks): forkflush checks out the commit's own files alone. */
@@ -135,6 +171,28 @@ async function misplacedFiles(p: PreflightInput): Promise<string[]> {
     );
   return problems;
 }
+
+/**
+ * The task file as the agents get it (from the last commit): empty, it tells them nothing, and the
+ * run is refused; still holding init's line for the user to replace, it is said.
+ */
+async function unwrittenTask(p: PreflightInput): Promise<{ problem?: string; note?: string }> {
+  const task = await new Git(p.repo).exec(['cat-file', 'blob', `HEAD:${p.config.task}`], { check: false });
+  if (task.exitCode !== 0) return {};
+  if (task.stdout.trim() === '')
+    return {
+      problem: `task: ${p.config.task} is empty in the last commit, and it is all the agents are told of the task: describe the task there, commit it, then run again`,
+    };
+  if (task.stdout.includes(TASK_PLACEHOLDER))
+    return {
+      note: `task: ${p.config.task} still has the line init wrote for you to replace ("${TASK_PLACEHOLDER}"): the agents read it as it is`,
+    };
+  return {};
+}
+
+/** The line `forkflush init` writes in TASK.md for the user to replace with the task. */
+export const TASK_PLACEHOLDER =
+  'Describe the problem here: what to build or improve, the constraints, what not to touch.';
 
 /** A branch named `forkflush`, where forkflush's branches go (forkflush/<run>/...): git makes none under it. */
 async function blockingRef(repo: string): Promise<string | null> {
@@ -208,45 +266,6 @@ async function uncommittedInputs(p: PreflightInput): Promise<string[]> {
     listed.set(path, `${path} (${what})`);
   }
   return [...listed.values()];
-}
-
-/** Words of a shell command that look like paths in the repository (`node grade.mjs` names grade.mjs). */
-export function namedPaths(command: string): string[] {
-  return command
-    .split(/[\s;&|()<>"'`]+/)
-    .filter((w) => w && !w.startsWith('-') && !w.startsWith('$') && !w.includes('=') && !isAbsolute(w))
-    .filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith('..') && !/^\d/.test(w))
-    .map((w) => w.replace(/^\.\//, ''));
-}
-
-/** Interpreters whose first argument, when it is not a flag, is the script they run. */
-const INTERPRETERS = new Set([
-  'node',
-  'python',
-  'python3',
-  'sh',
-  'bash',
-  'zsh',
-  'ruby',
-  'perl',
-  'deno',
-  'bun',
-  'Rscript',
-]);
-
-/** The script a command hands its interpreter (`node grade.mjs`: grade.mjs; `sh -c '…'`: none), relative, or null. */
-export function fileItRuns(command: string): string | null {
-  const words = (command.split(/[;&|]/)[0] ?? '')
-    .trim()
-    .split(/\s+/)
-    .filter((w) => !/^\w+=/.test(w));
-  const [program, file] = words;
-  // `./run.sh`: the program is the repository's file.
-  if (program?.includes('/') && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
-    return program.replace(/^\.\//, '');
-  if (!program || !file || !INTERPRETERS.has(basename(program))) return null;
-  if (/^[-~]|[$`'"(]/.test(file) || isAbsolute(file)) return null;
-  return file.replace(/^\.\//, '');
 }
 
 /**

@@ -9,7 +9,7 @@ import { CONTRACT_VARS } from '../agents/agent.js';
 import { PINNED_PROTECTED_MAX_FILES } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import { matchesAny } from '../core/globs.js';
+import { matchesAny, normalGlob } from '../core/globs.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { addCleaned, type Cleaned, CONTEXT_LIMITS, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
@@ -204,11 +204,8 @@ export function judgeFixedPaths(
 ): { readOnly: string[]; pinned: string[] } {
   const covered = new Set<string>();
   for (const g of globs) {
-    const folder = g
-      .replace(/^\.\//, '')
-      .replace(/\/+$/, '')
-      // `x/**` and `x/**/*` both cover everything under x.
-      .replace(/\/\*\*(\/\*)?$/, '');
+    // `x/**` and `x/**/*` both cover everything under x.
+    const folder = normalGlob(g).replace(/\/\*\*(\/\*)?$/, '');
     if (folder !== '' && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
   }
   // A folder inside another read-only one is read-only already; bound again (or pinned, writable)

@@ -4,8 +4,8 @@
 // RLIMIT_NPROC, one account's sandboxes do (the control), and as an ordinary user each sandbox's
 // user namespace counts apart (Linux 5.14 and later), all of them against the user's own limit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { release } from 'node:os';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -304,4 +304,45 @@ describe.skipIf(!bwrap)('the sandbox on this machine', () => {
       }
     },
   );
+
+  it('a folder shown from the real /tmp (sandbox.read there) does not show a hidden place inside it', async () => {
+    // /tmp in a sandbox is its own, so hidden places under the real /tmp were left unhidden; a
+    // readable bind of a folder there holding one (a task repository and its run folder, say)
+    // showed it again: the run's seal key to the agent.
+    const probe = await probeSandbox();
+    if (!('sandbox' in probe)) throw new Error('no sandbox');
+    const outer = mkdtempSync(join(tmpdir(), 'forkflush-shown-'));
+    const box = mkdtempSync(join(tmpdir(), 'forkflush-shown-box-'));
+    for (const d of ['data', 'repo/.forkflush/run']) mkdirSync(join(outer, d), { recursive: true });
+    writeFileSync(join(outer, 'data', 'shown.txt'), 'shown\n');
+    writeFileSync(join(outer, 'repo', '.forkflush', 'run', 'seal.key'), 'SECRET\n');
+    for (const d of [outer, box]) chmodSync(d, 0o755);
+    const account = probe.sandbox.account();
+    try {
+      const r = await runProcess(
+        'sh',
+        ['-c', `cat ${outer}/data/shown.txt; cat ${outer}/repo/.forkflush/run/seal.key`],
+        {
+          cwd: '/',
+          confine: {
+            sandbox: probe.sandbox,
+            confinement: {
+              writable: [box],
+              readable: [outer],
+              hidden: [join(outer, 'repo')],
+              tmp: box,
+              network: false,
+              account,
+            },
+          },
+        },
+      );
+      expect(r.stdout, r.stderr).toContain('shown');
+      expect(r.stdout).not.toContain('SECRET');
+    } finally {
+      account.release();
+      rmSync(outer, { recursive: true, force: true });
+      rmSync(box, { recursive: true, force: true });
+    }
+  });
 });

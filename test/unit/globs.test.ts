@@ -44,6 +44,11 @@ const PATTERNS = [
   'tests/[a-x]',
   'tests/[!x]',
   'a/b',
+  '.',
+  './',
+  './a/.',
+  'a/./b',
+  './tests//sub/',
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'forkflush-globs-'));

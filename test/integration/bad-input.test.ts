@@ -1,8 +1,8 @@
-// A review of bad input on the local CLI path, as a new user and a careless teammate give it: each
-// row is a mistake that today is not stopped with a clear message (file, field, what is valid)
-// before anything is spent. Each row's comment says what happens instead.
+// Bad input on the local CLI path, as a new user and a careless teammate give it: each mistake is
+// stopped with a clear message (file, field, what is valid) before anything is spent. Each row's
+// comment says what happened before it was (found by a review).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -25,7 +25,7 @@ function repoInsideFolder(extra: (outer: string) => string): { outer: string; di
 
 describe('bad input on the local CLI path', () => {
   it('grader.command of only spaces is refused like an empty one, before any agent runs', async () => {
-    // Today: `command: ""` is refused (grader.command must not be empty), but `command: "   "`
+    // Before: `command: ""` is refused (grader.command must not be empty), but `command: "   "`
     // passes --dry-run (exit 0, "the checks passed"); the run starts agents, every episode gets
     // "the grader printed nothing on stdout", and the run stops with exit 1 after spending.
     const repo = makeTaskRepo({ ...small, grader: '"   "', extra: 'strategy: single-run' });
@@ -36,7 +36,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('agent.command of only spaces is refused like an empty one, before any episode is charged', async () => {
-    // Today: `command: ""` is refused, `command: "   "` passes --dry-run; the run charges each
+    // Before: `command: ""` is refused, `command: "   "` passes --dry-run; the run charges each
     // episode its whole allowance ("the agent wrote no usage file ... charged 6 tokens as an
     // estimate") and only then stops: here (single-run) exit 1, "no episode did any work"; with
     // fork-and-flush, after the opening round of 4, exit 2 "the agent ended without changing...".
@@ -48,7 +48,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('grader.protected: ["."] protects the journal (git reads "." as the whole tree) and is refused', async () => {
-    // Today: "*" and "**" are refused ("protects the journal (NOTES.md)"), but "." passes --dry-run
+    // Before: "*" and "**" are refused ("protects the journal (NOTES.md)"), but "." passes --dry-run
     // with a wrong note ("grader.protected does not cover grade.sh"); git restores the whole tree,
     // every episode "changed protected paths", and the run stops with exit 1 after spending.
     const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
@@ -65,7 +65,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('journal: naming the script grader.command runs is refused before any agent starts', async () => {
-    // Today: journal: grade.sh with grade.sh protected is refused, but with it unprotected the
+    // Before: journal: grade.sh with grade.sh protected is refused, but with it unprotected the
     // dry run passes; each episode's journal lines are appended to the grader script, the judge
     // then fails ("grade.sh: 3: Syntax error: \"(\" unexpected") and the run stops with exit 1.
     const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run\njournal: grade.sh' });
@@ -82,7 +82,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('sandbox.write naming a folder that holds the repository is refused (it shows the run folder to the agent)', async () => {
-    // Today: the dry run passes and the run goes on. Run as an ordinary user, the agent then reads
+    // Before: the dry run passes and the run goes on. Run as an ordinary user, the agent then reads
     // (and may write) .forkflush/<run>/seal.key and state.json, which the README says the sandbox
     // hides (checked by hand). Run as root (here), the bind hides the episode's own places from the
     // agent's uid: "Cannot find module '.../workspaces/r2.b0/agent.mjs'" three times, then exit 2
@@ -103,7 +103,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('sandbox.read naming a folder that holds the repository is refused (it shows the seal key to the agent)', async () => {
-    // Today: the dry run passes. Run as an ordinary user, the agent lists .forkflush/<run>/ and
+    // Before: the dry run passes. Run as an ordinary user, the agent lists .forkflush/<run>/ and
     // reads seal.key (checked by hand: its bytes land in the agent's commit), exit 0. Run as root
     // (here), the read-only bind hides the agent's own workspace: "Cannot find module
     // '.../workspaces/r2.b0/agent.mjs'" three times, then exit 2 telling the user to fix the agent.
@@ -114,8 +114,26 @@ describe('bad input on the local CLI path', () => {
     expect(calls()).toEqual([]);
   });
 
+  it("sandbox.read may name a folder of the repository (a dataset), not its .git or forkflush's runs folder", async () => {
+    const shown =
+      (...parts: string[]) =>
+      (outer: string) =>
+        `  read: [${JSON.stringify(join(outer, 'repo', ...parts))}]`;
+    for (const inside of [['.git'], ['.forkflush', 'x']]) {
+      const { dir } = repoInsideFolder(shown(...inside));
+      mkdirSync(join(dir, ...inside), { recursive: true });
+      const r = await cli('run', dir, '--dry-run');
+      expect(r.code, r.err).toBe(2);
+      expect(r.err).toContain(`sandbox.read: ${join(dir, ...inside)} is inside ${join(dir, inside[0] as string)}`);
+    }
+    const { dir } = repoInsideFolder(shown('data'));
+    mkdirSync(join(dir, 'data'));
+    const r = await cli('run', dir, '--dry-run');
+    expect(r.code, r.err).toBe(0);
+  });
+
   it('an empty task file is refused, naming it, before any agent starts', async () => {
-    // Today: TASK.md of zero bytes passes --dry-run with no note, and every episode's prompt
+    // Before: TASK.md of zero bytes passes --dry-run with no note, and every episode's prompt
     // quotes an empty task.
     const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
     writeFileSync(join(repo.dir, 'TASK.md'), '');
@@ -127,7 +145,7 @@ describe('bad input on the local CLI path', () => {
   });
 
   it('init DIR where DIR is a file: exit 2 saying it is not a folder, not a raw EEXIST', async () => {
-    // Today: "forkflush: failed: EEXIST: file already exists, mkdir '<DIR>'", exit 1 (run, status,
+    // Before: "forkflush: failed: EEXIST: file already exists, mkdir '<DIR>'", exit 1 (run, status,
     // resume, compare and map say "<DIR> is not a folder: name the task's repository", exit 2).
     const dir = mkdtempSync(join(tmpdir(), 'forkflush-initfile-'));
     const file = join(dir, 'notes.txt');
@@ -137,10 +155,17 @@ describe('bad input on the local CLI path', () => {
     expect(r.code, r.err).toBe(2);
     expect(r.err).toContain('is not a folder');
     expect(r.err).not.toMatch(/EEXIST|ENOTDIR/);
+    // A file where init makes a folder (.github) is named, and nothing is left half-written.
+    const repo = mkdtempSync(join(tmpdir(), 'forkflush-initgithub-'));
+    writeFileSync(join(repo, '.github'), 'x\n');
+    const inside = await cli('init', repo, ...args, '--yes');
+    expect(inside.code, inside.err).toBe(2);
+    expect(inside.err).toContain(`${join(repo, '.github')} is a file where init would make a folder`);
+    expect(readdirSync(repo)).toEqual(['.github']);
   });
 
   it('a config of two YAML documents says so, not "please use YAML.parseAllDocuments()"', async () => {
-    // Today: ".github/autoresearch.yml:N:1: not valid YAML: Source contains multiple documents;
+    // Before: ".github/autoresearch.yml:N:1: not valid YAML: Source contains multiple documents;
     // please use YAML.parseAllDocuments()": advice to the library's caller, not to the user.
     const repo = makeTaskRepo({ ...small, extra: '---\nstrategy: single-run' });
     const r = await cli('plan', repo.dir);
