@@ -68028,11 +68028,11 @@ var configSchema = external_exports.strictObject({
   if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
     const rounds = 1 + at.length;
     const share2 = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share2 > 1 + 1e-9) {
+    if (share2 > 1 + 1e-9 && c.fork.branches <= MAX_BRANCHES) {
       ctx.addIssue({
         code: "custom",
         path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${Math.floor(1e3 / (rounds * c.fork.branches)) / 1e3}, or use fewer branches or fork points`
       });
     }
   }

@@ -29145,11 +29145,11 @@ var configSchema = external_exports.strictObject({
   if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
     const rounds = 1 + at.length;
     const share2 = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share2 > 1 + 1e-9) {
+    if (share2 > 1 + 1e-9 && c.fork.branches <= MAX_BRANCHES) {
       ctx.addIssue({
         code: "custom",
         path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${Math.floor(1e3 / (rounds * c.fork.branches)) / 1e3}, or use fewer branches or fork points`
       });
     }
   }
@@ -40380,7 +40380,12 @@ async function loadConfig(dir, configFile, overrides) {
   let text;
   try {
     text = await readFile11(file2, "utf8");
-  } catch {
+  } catch (e) {
+    const folder = await stat11(dir).catch(() => null);
+    if (folder && !folder.isDirectory())
+      throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
+    if (e.code === "EISDIR")
+      throw new UserError(`${configFile ? `--config ${configFile}: ` : ""}${file2} is a folder: name the config file itself`);
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
       if (await isFile(join31(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
@@ -43183,6 +43188,8 @@ async function checkoutHead(top, cwd, index) {
 // src/cli/run.ts
 async function runCommand(dir, p, io) {
   const v = p.values;
+  if (v.smoke === true && v["dry-run"] === true)
+    throw new UserError("--dry-run starts no agent and --smoke starts one: give one of them");
   if (v.smoke === true) return smoke({ dir, configFile: str2(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v["dry-run"] === true;
   const open4 = await startRun({

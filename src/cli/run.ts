@@ -1,4 +1,5 @@
 // `forkflush run [DIR]`: starts a run (or checks one, --dry-run) and drives it to its end.
+import { UserError } from '../core/errors.js';
 import { judgeHint } from '../core/judge-hints.js';
 import { planTable, widthText } from '../core/plan.js';
 import { startRun } from '../local/start.js';
@@ -10,6 +11,9 @@ import { smoke } from './smoke.js';
 
 export async function runCommand(dir: string, p: Parsed, io: Io): Promise<number> {
   const v = p.values;
+  // --dry-run promises that no agent starts; --smoke starts one.
+  if (v.smoke === true && v['dry-run'] === true)
+    throw new UserError('--dry-run starts no agent and --smoke starts one: give one of them');
   if (v.smoke === true) return smoke({ dir, configFile: str(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v['dry-run'] === true;
   const open = await startRun({

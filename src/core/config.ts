@@ -28,7 +28,7 @@ import {
 import { matchesGlob, normalGlob } from './globs.js';
 import { isRecord } from './json.js';
 import { mapSchema } from './map/config.js';
-import { PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
+import { MAX_BRANCHES, PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
 /** Where people put the config by mistake: forkflush names the file it found instead of saying there is none. */
@@ -134,13 +134,14 @@ export const configSchema = z
     if (c.strategy === 'fork-and-flush' || c.strategy === 'fork-only') {
       const rounds = 1 + at.length;
       const share = rounds * c.fork.branches * c.fork.branch_budget;
-      if (share > 1 + 1e-9) {
+      // Past MAX_BRANCHES, fork.branches' own error says what to do.
+      if (share > 1 + 1e-9 && c.fork.branches <= MAX_BRANCHES) {
         ctx.addIssue({
           code: 'custom',
           path: ['fork', 'branch_budget'],
           message:
             `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share)} of the budget, ` +
-            `more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, ` +
+            `more than all of it; lower fork.branch_budget to at most ${Math.floor(1000 / (rounds * c.fork.branches)) / 1000}, ` +
             'or use fewer branches or fork points',
         });
       }

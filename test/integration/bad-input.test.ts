@@ -164,6 +164,36 @@ describe('bad input on the local CLI path', () => {
     expect(readdirSync(repo)).toEqual(['.github']);
   });
 
+  it('plan and probe of a file, --config of a folder, --dry-run with --smoke, branches past 64: each named, exit 2', async () => {
+    // Before: "no config at <file>/.github/autoresearch.yml: create it with forkflush init <file>";
+    // "no config at <folder>"; --smoke started the agent a dry run promises not to start; and past
+    // 64 branches a second error told to lower fork.branch_budget "to at most 0".
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
+    const file = join(repo.dir, 'grade.sh');
+    for (const command of ['plan', 'probe']) {
+      const r = await cli(command, file);
+      expect([r.code, r.err.trim()]).toEqual([
+        2,
+        `forkflush: ${file} is not a folder: name the task's repository (or folder)`,
+      ]);
+    }
+    const folder = await cli('plan', repo.dir, '--config', join(repo.dir, '.github'));
+    expect(folder.code).toBe(2);
+    expect(folder.err).toContain(`${join(repo.dir, '.github')} is a folder: name the config file itself`);
+    const both = await cli('run', repo.dir, '--dry-run', '--smoke');
+    expect([both.code, both.err.trim()]).toEqual([
+      2,
+      'forkflush: --dry-run starts no agent and --smoke starts one: give one of them',
+    ]);
+    expect(repo.calls()).toEqual([]);
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('strategy: single-run', 'fork:\n  branches: 100000'));
+    const wide = await cli('plan', repo.dir);
+    expect(wide.code).toBe(2);
+    expect(wide.err).toContain('fork.branches must be at most 64, got 100000');
+    expect(wide.err).not.toContain('branch_budget');
+  });
+
   it('a config of two YAML documents says so, not "please use YAML.parseAllDocuments()"', async () => {
     // Before: ".github/autoresearch.yml:N:1: not valid YAML: Source contains multiple documents;
     // please use YAML.parseAllDocuments()": advice to the library's caller, not to the user.
