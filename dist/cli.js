@@ -40385,7 +40385,9 @@ async function loadConfig(dir, configFile, overrides) {
     if (folder && !folder.isDirectory())
       throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
     if (e.code === "EISDIR")
-      throw new UserError(`${configFile ? `--config ${configFile}: ` : ""}${file2} is a folder: name the config file itself`);
+      throw new UserError(
+        `${configFile ? `--config ${configFile}: ` : ""}${file2} is a folder: name the config file itself`
+      );
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
       if (await isFile(join31(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);

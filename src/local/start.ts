@@ -68,7 +68,9 @@ export async function loadConfig(
     if (folder && !folder.isDirectory())
       throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
     if ((e as NodeJS.ErrnoException).code === 'EISDIR')
-      throw new UserError(`${configFile ? `--config ${configFile}: ` : ''}${file} is a folder: name the config file itself`);
+      throw new UserError(
+        `${configFile ? `--config ${configFile}: ` : ''}${file} is a folder: name the config file itself`,
+      );
     const above = configFile ? null : await configAbove(dir);
     for (const name of configFile ? [] : CONFIG_MISNAMED)
       if (await isFile(join(dir, name))) throw new UserError(`no config at ${file}: ${misnamedConfig(name)}`);
