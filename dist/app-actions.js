@@ -47386,6 +47386,9 @@ var UserError = class extends Error {
 };
 
 // src/core/names.ts
+function isLabel(name, label) {
+  return name?.toLowerCase() === label.toLowerCase();
+}
 var GITHUB = {
   label: "autoresearch",
   doneLabel: "autoresearch: done",
@@ -69931,19 +69934,33 @@ function loserComment(state, e, winner) {
 var COMMANDS = ["status", "stop", "resume", "fork", "start", "map"];
 var FORK_ASK_MAX_CHARS = 4e3;
 function parseCommand(body) {
-  const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
-  if (start?.[1]) return { command: "start", args: start[1] };
-  const fork = /^[ \t]*\/autoresearch[ \t]+fork[ \t]+(\S[\s\S]*)$/im.exec(body);
-  const asked = fork?.[1]?.trim().slice(0, FORK_ASK_MAX_CHARS);
-  if (asked) return { command: "fork", args: asked };
-  const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
-  if (!m) return null;
-  const word = (m[1] ?? "status").toLowerCase();
-  if (COMMANDS.includes(word)) return { command: word };
-  return {
-    error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
-  };
+  const text = body.replace(INVISIBLE2, "");
+  const line = /^[ \t]*\/autoresearch(?=\s|$)[ \t]*(.*)$/im.exec(text);
+  if (!line) return null;
+  const [word = "status", ...rest] = (line[1] ?? "").trim().split(/\s+/).filter(Boolean);
+  const command = word.toLowerCase();
+  if (command === "start" && rest.length > 0) return { command: "start", args: rest.join(" ") };
+  if (command === "fork") {
+    const own2 = (line[1] ?? "").trim().slice(word.length);
+    const below = text.slice((line.index ?? 0) + line[0].length);
+    const ask = `${own2}${below}`.trim().slice(0, FORK_ASK_MAX_CHARS);
+    return ask ? { command: "fork", args: ask } : { command: "fork" };
+  }
+  if (!COMMANDS.includes(command)) {
+    const odd = [...word].find((c) => !/^[\x21-\x7e]$/.test(c));
+    const code = `U+${(odd?.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
+    const why = odd ? ` (it holds ${code}, which only looks like a plain letter)` : "";
+    return {
+      error: `unknown command \`${word.slice(0, 40)}\`${why}: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
+    };
+  }
+  if (rest.length > 0)
+    return {
+      error: `\`/autoresearch ${command}\` takes nothing after it (got \`${rest.join(" ").slice(0, 40)}\`): write it alone on its line`
+    };
+  return { command };
 }
+var INVISIBLE2 = /[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/g;
 var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
 
 // src/github/issues.ts
@@ -70098,11 +70115,18 @@ ${marker}`);
     await this.scope.octokit.rest.issues.addLabels({ ...this.scope.r, issue_number: issue3, labels: [label] });
   }
   async removeLabel(issue3, label) {
-    try {
-      await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue3, name: label });
-    } catch (e) {
-      if (status(e) !== 404) throw e;
-    }
+    const remove = async (name) => {
+      try {
+        await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue3, name });
+        return true;
+      } catch (e) {
+        if (status(e) !== 404) throw e;
+        return false;
+      }
+    };
+    if (await remove(label)) return;
+    const named = (await this.get(issue3))?.labels.find((l) => l !== label && isLabel(l, label));
+    if (named) await remove(named);
   }
 };
 
@@ -72869,6 +72893,8 @@ ${problemList(e.problems)}`
   const loaded = await loadTemplates(config3, (path2) => api.readFile(path2, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const missing = await missingScript(api, config3, branch);
+  if (missing) return { problem: missing };
   const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
   if (worker === null) return { problem: missingWorkerProblem(branch) };
   const drift = workerDrift(worker, api.release);
@@ -72953,6 +72979,19 @@ async function runsPerRepo(api, config3, self2, again) {
     if (running.length >= config3.limits.runs_per_repo) break;
   }
   return runsPerRepoProblem(config3, running, again);
+}
+async function missingScript(api, config3, branch) {
+  if (config3.setup.commands.length > 0) return null;
+  const commands = [
+    ["grader.command", config3.grader.command],
+    ["agent.command", config3.agent.kind === "command" ? config3.agent.command : void 0]
+  ];
+  for (const [key, command] of commands) {
+    const file2 = command ? fileItRuns(command) : null;
+    if (file2 && await api.readFile(file2, branch) === null)
+      return `\`${key}\` runs \`${file2}\` (\`${command}\`), which is not on \`${branch}\`, where every branch and its grading start: commit it there (or correct \`${key}\`), then label the issue again.`;
+  }
+  return null;
 }
 function problemList(problems) {
   const said = problems.slice(0, PROBLEMS_SAID_MAX).map((p) => `- ${clip(p, PROBLEM_MAX_BYTES)}`);
@@ -73056,7 +73095,7 @@ async function nightlySkip(ctx, stored) {
   const problem2 = forkProblem(stored.state, ctx.now);
   if (problem2) return { key: "rounds", text: problem2 };
   const issue3 = await ctx.api.issues.get(stored.files.issue);
-  const labelled = issue3?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  const labelled = issue3?.labels.some((l) => isLabel(l, GITHUB.label) || isLabel(l, GITHUB.doneLabel)) ?? false;
   if (!issue3?.open || !labelled) {
     const why = !issue3 ? "the issue is gone" : !issue3.open ? "the issue is closed" : "the issue lost forkflush's label";
     return { key: "issue", text: why, quiet: true };
@@ -73186,7 +73225,7 @@ async function answeringTampered(ctx, asker, work) {
 // src/app/people-events.ts
 async function onIssueLabeled(ctxOf, context) {
   const { issue: issue3, label, sender } = context.payload;
-  if (label?.name !== GITHUB.label) return;
+  if (!isLabel(label?.name, GITHUB.label)) return;
   const ctx = ctxOf(context, { run: issueRunId(issue3.number) });
   const key = deliveryKey(context.id);
   const refusal2 = await refuse(ctx, sender, "start a run");
@@ -73202,7 +73241,7 @@ async function onIssueLabeled(ctxOf, context) {
   });
 }
 async function onPullLabeled(ctxOf, context) {
-  if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === "Bot") return;
+  if (!isLabel(context.payload.label?.name, GITHUB.label) || context.payload.sender.type === "Bot") return;
   await ctxOf(context).api.issues.commentOnce(
     context.payload.pull_request.number,
     deliveryKey(context.id),
@@ -73211,8 +73250,9 @@ async function onPullLabeled(ctxOf, context) {
 }
 async function onStopEvent(ctxOf, context) {
   const p = context.payload;
-  if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-  const ownSwap = p.action === "unlabeled" && p.label?.name === GITHUB.label && (p.issue.labels ?? []).some((l) => l.name === GITHUB.doneLabel);
+  if (p.action === "unlabeled" && !isLabel(p.label?.name, GITHUB.label) && !isLabel(p.label?.name, GITHUB.doneLabel))
+    return;
+  const ownSwap = p.action === "unlabeled" && isLabel(p.label?.name, GITHUB.label) && (p.issue.labels ?? []).some((l) => isLabel(l.name, GITHUB.doneLabel));
   if (p.sender.type === "Bot" && (p.action === "closed" || ownSwap)) return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));

@@ -4,7 +4,7 @@
 // must not be able to make the app talk).
 import type { Context } from 'probot';
 import { type Command, parseCommand } from '../core/github-text.js';
-import { GITHUB, issueRunId, parseIssueRunId, stateRef } from '../core/names.js';
+import { GITHUB, isLabel, issueRunId, parseIssueRunId, stateRef } from '../core/names.js';
 import { commentKey, deliveryKey, seenAny } from '../core/seen-events.js';
 import { retryStopped } from '../core/stop.js';
 import { type ChangeRequest, canWrite } from '../github/amend.js';
@@ -18,7 +18,7 @@ import { type AppContext, answeringTampered, type ContextOf } from './app-contex
 /** `issues.labeled` with forkflush's label: a writer starts (or resumes) the issue's run. */
 export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.labeled'>): Promise<void> {
   const { issue, label, sender } = context.payload;
-  if (label?.name !== GITHUB.label) return;
+  if (!isLabel(label?.name, GITHUB.label)) return;
   const ctx = ctxOf(context, { run: issueRunId(issue.number) });
   // Labelling takes triage access at least: the person is told why nothing started.
   // Every answer names the delivery: a doubled one, or one replayed after a restart, answers nothing more.
@@ -38,7 +38,7 @@ export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.
 
 /** A label on a pull request: forkflush runs on issues, and says so (to people, not bots). */
 export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_request.labeled'>): Promise<void> {
-  if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === 'Bot') return;
+  if (!isLabel(context.payload.label?.name, GITHUB.label) || context.payload.sender.type === 'Bot') return;
   await ctxOf(context).api.issues.commentOnce(
     context.payload.pull_request.number,
     deliveryKey(context.id),
@@ -61,14 +61,15 @@ export async function onStopEvent(
     | Context<'issues.transferred'>,
 ): Promise<void> {
   const p = context.payload;
-  if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
+  if (p.action === 'unlabeled' && !isLabel(p.label?.name, GITHUB.label) && !isLabel(p.label?.name, GITHUB.doneLabel))
+    return;
   // The app's own label change is not a stop: it takes `autoresearch` off once it put the done label on
   // (with GITHUB_TOKEN the app is github-actions[bot], as a team's own workflow is). Any other
   // bot's is (a team's issue automation), as is a deletion or a move, by whomever.
   const ownSwap =
     p.action === 'unlabeled' &&
-    p.label?.name === GITHUB.label &&
-    (p.issue.labels ?? []).some((l) => l.name === GITHUB.doneLabel);
+    isLabel(p.label?.name, GITHUB.label) &&
+    (p.issue.labels ?? []).some((l) => isLabel(l.name, GITHUB.doneLabel));
   if (p.sender.type === 'Bot' && (p.action === 'closed' || ownSwap)) return;
   const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
   const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));

@@ -256,25 +256,45 @@ export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork',
 export const FORK_ASK_MAX_CHARS = 4000;
 
 /**
- * The command in a comment (`/autoresearch fork`), or an error for an unknown one, or null.
- * `start` may carry overrides (`/autoresearch start budget=50 branches=2`): its `args`; `fork`
- * what its round's branches are to try (`/autoresearch fork try a tabu search`, to the comment's
- * end, at most FORK_ASK_MAX_CHARS).
+ * The command in a comment (`/autoresearch fork`), or an error that says what is wrong with it, or
+ * null (no line starts with `/autoresearch`). The prefix and the word may be in any case, and
+ * invisible characters pasted with them (a zero-width space from a chat) are dropped. `start` may
+ * carry overrides (`/autoresearch start budget=50 branches=2`): its `args`; `fork` what its round's
+ * branches are to try, on its line or the lines below (`/autoresearch fork try a tabu search`, to
+ * the comment's end, at most FORK_ASK_MAX_CHARS). The others take nothing after them.
  */
 export function parseCommand(body: string): { command: Command; args?: string } | { error: string } | null {
-  const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
-  if (start?.[1]) return { command: 'start', args: start[1] };
-  const fork = /^[ \t]*\/autoresearch[ \t]+fork[ \t]+(\S[\s\S]*)$/im.exec(body);
-  const asked = fork?.[1]?.trim().slice(0, FORK_ASK_MAX_CHARS);
-  if (asked) return { command: 'fork', args: asked };
-  const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
-  if (!m) return null;
-  const word = (m[1] ?? 'status').toLowerCase();
-  if ((COMMANDS as readonly string[]).includes(word)) return { command: word as Command };
-  return {
-    error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(', ')}`,
-  };
+  const text = body.replace(INVISIBLE, '');
+  const line = /^[ \t]*\/autoresearch(?=\s|$)[ \t]*(.*)$/im.exec(text);
+  if (!line) return null;
+  const [word = 'status', ...rest] = (line[1] ?? '').trim().split(/\s+/).filter(Boolean);
+  const command = word.toLowerCase();
+  if (command === 'start' && rest.length > 0) return { command: 'start', args: rest.join(' ') };
+  if (command === 'fork') {
+    // The rest of its line after the word, and the lines below it.
+    const own = (line[1] ?? '').trim().slice(word.length);
+    const below = text.slice((line.index ?? 0) + line[0].length);
+    const ask = `${own}${below}`.trim().slice(0, FORK_ASK_MAX_CHARS);
+    return ask ? { command: 'fork', args: ask } : { command: 'fork' };
+  }
+  if (!(COMMANDS as readonly string[]).includes(command)) {
+    // A look-alike letter (a Cyrillic о) reads as the word it mimics: say which character it is.
+    const odd = [...word].find((c) => !/^[\x21-\x7e]$/.test(c));
+    const code = `U+${(odd?.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+    const why = odd ? ` (it holds ${code}, which only looks like a plain letter)` : '';
+    return {
+      error: `unknown command \`${word.slice(0, 40)}\`${why}: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(', ')}`,
+    };
+  }
+  if (rest.length > 0)
+    return {
+      error: `\`/autoresearch ${command}\` takes nothing after it (got \`${rest.join(' ').slice(0, 40)}\`): write it alone on its line`,
+    };
+  return { command: command as Command };
 }
+
+/** Characters a paste carries that show as nothing: zero-width spaces and joiners, the BOM, the soft hyphen. */
+const INVISIBLE = /[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/g;
 
 /**
  * Why a repository's own pull_request and push workflows should skip forkflush's branches: the

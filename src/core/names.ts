@@ -3,6 +3,11 @@
 // and the branch are in every ref. Each builder has its parser, and test/unit/names.test.ts
 // round-trips them.
 
+/** Whether a label's name is `label`: GitHub keeps one label per name whatever its case (`Autoresearch`). */
+export function isLabel(name: string | undefined, label: string): boolean {
+  return name?.toLowerCase() === label.toLowerCase();
+}
+
 /** The names forkflush uses on GitHub: its labels, and the worker workflow it dispatches per round. */
 export const GITHUB = {
   label: 'autoresearch',

@@ -2,6 +2,7 @@
 // current in place), its other comments (each written once), reactions to commands, labels.
 import { BODY_MAX_CHARS } from '../core/bounds.js';
 import { clip } from '../core/github-text.js';
+import { isLabel } from '../core/names.js';
 import { createOnce, ONCE, type RepoScope, rateLimited, status } from './requests.js';
 
 /** Room kept for a once-marker after a clipped answer (its key is an event's or a comment's id). */
@@ -176,10 +177,18 @@ export class Issues {
   }
 
   async removeLabel(issue: number, label: string): Promise<void> {
-    try {
-      await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue, name: label });
-    } catch (e) {
-      if (status(e) !== 404) throw e;
-    }
+    const remove = async (name: string) => {
+      try {
+        await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue, name });
+        return true;
+      } catch (e) {
+        if (status(e) !== 404) throw e;
+        return false;
+      }
+    };
+    if (await remove(label)) return;
+    // Not under that name: maybe as the team made it (`Autoresearch`), one label whatever the case.
+    const named = (await this.get(issue))?.labels.find((l) => l !== label && isLabel(l, label));
+    if (named) await remove(named);
   }
 }

@@ -3,7 +3,7 @@
 // is open and labelled and the person they run for can still write. In Actions mode the tick's own
 // workflow is turned off once no run needs it (amend.ts wakeTick turns it on).
 import { ConfigError, parseConfig } from '../core/config.js';
-import { GITHUB, stateRef } from '../core/names.js';
+import { GITHUB, isLabel, stateRef } from '../core/names.js';
 import { extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
 import type { RunState } from '../core/state.js';
 import { canWrite } from './amend.js';
@@ -175,7 +175,7 @@ async function nightlySkip(
   const problem = forkProblem(stored.state, ctx.now);
   if (problem) return { key: 'rounds', text: problem };
   const issue = await ctx.api.issues.get(stored.files.issue);
-  const labelled = issue?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  const labelled = issue?.labels.some((l) => isLabel(l, GITHUB.label) || isLabel(l, GITHUB.doneLabel)) ?? false;
   if (!issue?.open || !labelled) {
     const why = !issue ? 'the issue is gone' : !issue.open ? 'the issue is closed' : "the issue lost forkflush's label";
     return { key: 'issue', text: why, quiet: true };

@@ -2,6 +2,7 @@
 // config, templates and worker workflow from the default branch, checks the repository's limit of
 // runs, and saves the run's first record; then syncs, which dispatches the opening round.
 import { PROBLEM_MAX_BYTES, PROBLEMS_SAID_MAX } from '../core/bounds.js';
+import { fileItRuns } from '../core/commands.js';
 import { CONFIG_MISNAMED, CONFIG_PATH, type Config, ConfigError, misnamedConfig, parseConfig } from '../core/config.js';
 import { clip } from '../core/github-text.js';
 import { forgeAlsoProtected } from '../core/globs.js';
@@ -195,6 +196,8 @@ async function readSetup(
   const loaded = await loadTemplates(config, (path) => api.readFile(path, branch), `\`${branch}\``);
   if ('problem' in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const missing = await missingScript(api, config, branch);
+  if (missing) return { problem: missing };
   // Without the worker workflow the round's dispatch would fail on every trigger, saying nothing.
   const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
   if (worker === null) return { problem: missingWorkerProblem(branch) };
@@ -306,6 +309,25 @@ export async function runsPerRepo(api: GitHubApi, config: Config, self: string, 
 }
 
 /** Problems as a list for the issue: the first PROBLEMS_SAID_MAX, and how many more (a paragraph of unknown words makes hundreds). */
+/**
+ * The script grader.command or agent.command runs (`node grade.mjs`), when the default branch does
+ * not have it: every branch would spend its allowance on an agent whose work no grading can score.
+ * Every episode and the judge start from the commit; with setup commands, setup may make it.
+ */
+async function missingScript(api: GitHubApi, config: Config, branch: string): Promise<string | null> {
+  if (config.setup.commands.length > 0) return null;
+  const commands = [
+    ['grader.command', config.grader.command],
+    ['agent.command', config.agent.kind === 'command' ? config.agent.command : undefined],
+  ] as const;
+  for (const [key, command] of commands) {
+    const file = command ? fileItRuns(command) : null;
+    if (file && (await api.readFile(file, branch)) === null)
+      return `\`${key}\` runs \`${file}\` (\`${command}\`), which is not on \`${branch}\`, where every branch and its grading start: commit it there (or correct \`${key}\`), then label the issue again.`;
+  }
+  return null;
+}
+
 function problemList(problems: readonly string[]): string {
   const said = problems.slice(0, PROBLEMS_SAID_MAX).map((p) => `- ${clip(p, PROBLEM_MAX_BYTES)}`);
   const more = problems.length - said.length;

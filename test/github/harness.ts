@@ -117,11 +117,13 @@ export class Harness {
   private readonly handlers = new Map<string, Promise<void>>();
 
   constructor(
-    files: Record<string, string> = { '.github/autoresearch.yml': CONFIG, 'grade.mjs': 'x' },
+    files: Record<string, string> = { '.github/autoresearch.yml': CONFIG },
     where: { owner?: string; repo?: string } = {},
   ) {
-    // The worker workflow, as a user copies it: what a dispatch runs.
-    this.box = new GitHubBox({ '.github/workflows/forkflush.yml': WORKER_WORKFLOW, ...files }, where);
+    // The worker workflow, as a user copies it: what a dispatch runs; and the scripts CONFIG's
+    // commands run, which a run refuses to start without.
+    const scripts = { 'grade.mjs': 'x', 'agent.mjs': 'x' };
+    this.box = new GitHubBox({ '.github/workflows/forkflush.yml': WORKER_WORKFLOW, ...scripts, ...files }, where);
     open.add(this); // closeHarnesses() removes its repository, started or not
     this.gh.permissions = { maintainer: 'maintain', reader: 'read' };
     this.box.auth.allow(TEST_TOKEN);

@@ -125,6 +125,33 @@ describe('/autoresearch fork <what>', () => {
     expect(parseCommand('/autoresearch fork')).toEqual({ command: 'fork' });
     expect(parseCommand('/autoresearch fork   ')).toEqual({ command: 'fork' });
     expect(parseCommand(`/autoresearch fork ${'x'.repeat(5000)}`)).toMatchObject({ args: 'x'.repeat(4000) });
+    // Written as comments are: the command, then what to try below it.
+    expect(parseCommand('/autoresearch fork\nTry a tabu search.\n')).toEqual({
+      command: 'fork',
+      args: 'Try a tabu search.',
+    });
+  });
+
+  it('reads the command as a person types or pastes it, and answers every other word', () => {
+    expect(parseCommand('/Autoresearch Stop')).toEqual({ command: 'stop' });
+    expect(parseCommand('/autoresearch stop\u200b')).toEqual({ command: 'stop' });
+    expect(parseCommand('\ufeff/autoresearch\u200b stop')).toEqual({ command: 'stop' });
+    expect(parseCommand('/autoresearch stop\nthanks, enough for today')).toEqual({ command: 'stop' });
+    expect(parseCommand('/autoresearch')).toEqual({ command: 'status' });
+    expect(parseCommand('/autoresearchers, look')).toBeNull();
+    expect(parseCommand('see /autoresearch stop')).toBeNull();
+    expect(parseCommand('/autoresearch stop now')).toEqual({
+      error: '`/autoresearch stop` takes nothing after it (got `now`): write it alone on its line',
+    });
+    expect(parseCommand('/autoresearch st\u043ep')).toEqual({
+      error: expect.stringMatching(
+        /^unknown command `st\u043ep` \(it holds U\+043E, which only looks like a plain letter\): use /,
+      ),
+    });
+    expect(parseCommand('/autoresearch start budget=50 branches=2')).toEqual({
+      command: 'start',
+      args: 'budget=50 branches=2',
+    });
   });
 });
 

@@ -1,6 +1,6 @@
-// A review of the GitHub side from a new team's and a careless teammate's seat: bad input that the
-// app passes over in silence, answers without saying what is wrong, or lets spend before a setup
-// that cannot work is found. Every row here failed when it was written (nothing is fixed in src/).
+// The GitHub side from a new team's and a careless teammate's seat: bad input is acted on as meant
+// or answered with what is wrong, and a setup that cannot work stops before it spends. Each row's
+// comment says what happened before (found by a review).
 import { describe, expect, it } from 'vitest';
 import { shown } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';
@@ -17,41 +17,39 @@ describe('a config that cannot work, found before anything is spent', () => {
     // refuses this in its pre-flight ("grader.command: grade.mjs, the file `node grade.mjs` runs,
     // does not exist in the repository"). On GitHub the label starts the run and dispatches the
     // opening round: every branch's agent spends its allowance, then no grading can score it.
-    const h = await new Harness({ '.github/autoresearch.yml': CONFIG, 'README.md': 'hi\n' }).load();
+    const config = CONFIG.replace('node grade.mjs', 'node score.mjs');
+    const h = await new Harness({ '.github/autoresearch.yml': config, 'README.md': 'hi\n' }).load();
     await h.label(7);
     expect(h.gh.dispatches.map((d) => d.inputs.episodes)).toEqual([]);
-    expect(said(h).join('\n')).toMatch(/grader\.command[\s\S]*grade\.mjs/);
+    expect(said(h).join('\n')).toMatch(/grader\.command[\s\S]*score\.mjs/);
   });
 });
 
-describe('comment commands from a writer that get no answer at all', () => {
-  it('`/autoresearch stop now` neither stops the run nor is answered', async () => {
+describe('comment commands as a writer types them', () => {
+  it('`/autoresearch stop now` is answered with what is wrong, and stops nothing', async () => {
     // One word too many: the comment is not read as a command, so no 👀, no reply, and the
     // run's rounds go on spending while the writer believes it stopped.
     const h = await new Harness().load();
     await h.label(7);
     const before = h.gh.comments.length;
     await h.comment(7, '/autoresearch stop now');
-    const stopped = h.runFiles(RUN)?.stopped === true;
-    const answered = h.gh.comments.length > before;
-    expect({ stopped, answered }).not.toEqual({ stopped: false, answered: false });
+    expect(h.runFiles(RUN)?.stopped).not.toBe(true);
+    const reply = h.gh.comments.slice(before).map((c) => shown(c.body));
+    expect(reply.join('\n')).toContain('`/autoresearch stop` takes nothing after it (got `now`)');
   });
 
-  it('`/Autoresearch stop` (capitalised, as a phone keyboard writes it) neither stops the run nor is answered', async () => {
+  it('`/Autoresearch stop` (capitalised, as a phone keyboard writes it) stops the run', async () => {
     // `/Autoresearch start budget=50` starts a run (that pattern ignores case); `/Autoresearch stop` is
     // passed over in silence, and the run goes on.
     const h = await new Harness().load();
     await h.label(7);
-    const before = h.gh.comments.length;
     await h.comment(7, '/Autoresearch stop');
-    const stopped = h.runFiles(RUN)?.stopped === true;
-    const answered = h.gh.comments.length > before;
-    expect({ stopped, answered }).not.toEqual({ stopped: false, answered: false });
+    expect(h.runFiles(RUN)?.stopped).toBe(true);
   });
 });
 
-describe("a command's words that are dropped or not explained", () => {
-  it('`/autoresearch fork` with what to try on the next line: the round is told those words, or the reply says they were not taken', async () => {
+describe("a command's words, as pasted or written below it", () => {
+  it('`/autoresearch fork` with what to try on the next line: the round is told those words', async () => {
     // Written as people write comments (the command, then the detail below it), the fork round
     // opens with no words for its branches, is answered 👍, and the ask is lost without a word.
     const ASK = 'Try a tabu search over the packing order instead of the greedy pass.';
@@ -65,12 +63,11 @@ describe("a command's words that are dropped or not explained", () => {
     const explained = h.gh.comments
       .slice(before)
       .some((c) => c.body.includes('tabu') || /next line|same line/.test(c.body));
-    expect(told.length > 0 && told.every((a) => a === ASK) ? 'told' : explained ? 'explained' : 'dropped').not.toBe(
-      'dropped',
-    );
+    expect(told.length, explained ? 'explained, not told' : 'dropped').toBeGreaterThan(0);
+    expect(told.every((a) => a === ASK)).toBe(true);
   });
 
-  it('`/autoresearch stop` with an invisible character pasted after it: the reply says what is wrong with the word', async () => {
+  it('`/autoresearch stop` with an invisible character pasted after it stops the run', async () => {
     // Copied from a chat, `stop` carries a zero-width space (U+200B). The reply reads
     // "unknown command `stop`: use ..., `/autoresearch stop`, ...": the word it shows looks exactly like
     // the valid one, and nothing says why it is not.
@@ -82,17 +79,16 @@ describe("a command's words that are dropped or not explained", () => {
       .slice(before)
       .map((c) => shown(c.body))
       .join('\n');
-    const stopped = h.runFiles(RUN)?.stopped === true;
-    expect(stopped || /U\+200B|invisible|zero-width|non-ASCII|not ASCII/i.test(reply)).toBe(true);
+    expect(h.runFiles(RUN)?.stopped, reply).toBe(true);
   });
 });
 
 describe('the label', () => {
-  it('a label named `Autoresearch` (GitHub takes label names regardless of case) starts a run or is answered', async () => {
+  it('a label named `Autoresearch` (GitHub takes label names regardless of case) starts a run', async () => {
     // A new team creates the label as `Autoresearch`; GitHub would refuse a second `autoresearch`
     // beside it. Labelling an issue with it does nothing and says nothing: no run, no comment.
     const h = await new Harness().load();
     await h.label(7, 'maintainer', 'User', 'Autoresearch');
-    expect(h.gh.dispatches.length + h.gh.comments.length).toBeGreaterThan(0);
+    expect(h.gh.dispatches.length).toBeGreaterThan(0);
   });
 });
