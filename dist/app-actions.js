@@ -73233,6 +73233,11 @@ async function onIssueLabeled(ctxOf, context) {
     await ctx.api.issues.commentOnce(issue3.number, key, refusal2);
     return;
   }
+  if (issue3.state === "closed") {
+    const text = `This issue is closed, so forkflush did not start: reopen it, then label it \`${GITHUB.label}\` again.`;
+    await ctx.api.issues.commentOnce(issue3.number, key, text);
+    return;
+  }
   await answeringTampered(ctx, { issue: issue3.number, key }, async () => {
     const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue3), asked);

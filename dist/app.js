@@ -56495,6 +56495,11 @@ async function onIssueLabeled(ctxOf, context) {
     await ctx.api.issues.commentOnce(issue2.number, key, refusal2);
     return;
   }
+  if (issue2.state === "closed") {
+    const text = `This issue is closed, so forkflush did not start: reopen it, then label it \`${GITHUB.label}\` again.`;
+    await ctx.api.issues.commentOnce(issue2.number, key, text);
+    return;
+  }
   await answeringTampered(ctx, { issue: issue2.number, key }, async () => {
     const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue2), asked);

@@ -28,6 +28,12 @@ export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.
     await ctx.api.issues.commentOnce(issue.number, key, refusal);
     return;
   }
+  // Closing an issue stops its run, and nightly rounds pass closed issues by: none starts on one.
+  if (issue.state === 'closed') {
+    const text = `This issue is closed, so forkflush did not start: reopen it, then label it \`${GITHUB.label}\` again.`;
+    await ctx.api.issues.commentOnce(issue.number, key, text);
+    return;
+  }
   await answeringTampered(ctx, { issue: issue.number, key }, async () => {
     const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue), asked);

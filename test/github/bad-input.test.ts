@@ -86,9 +86,26 @@ describe("a command's words, as pasted or written below it", () => {
 describe('the label', () => {
   it('a label named `Autoresearch` (GitHub takes label names regardless of case) starts a run', async () => {
     // A new team creates the label as `Autoresearch`; GitHub would refuse a second `autoresearch`
-    // beside it. Labelling an issue with it does nothing and says nothing: no run, no comment.
+    // beside it. Before: labelling an issue with it did nothing and said nothing.
     const h = await new Harness().load();
     await h.label(7, 'maintainer', 'User', 'Autoresearch');
     expect(h.gh.dispatches.length).toBeGreaterThan(0);
+  });
+
+  it('the label on a closed issue starts nothing, and says to reopen it', async () => {
+    // Before: a run started and dispatched its opening round on an issue whose closing would have
+    // stopped it, and whose nightly rounds would be passed by (a bulk relabel of old issues, say).
+    const h = await new Harness().load();
+    h.gh.labels.set(7, new Set(['autoresearch']));
+    await h.send('issues', 'labeled', (p) => {
+      p.issue.number = 7;
+      p.issue.state = 'closed';
+      delete p.issue.pull_request;
+      p.label.name = 'autoresearch';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    });
+    expect(h.gh.dispatches).toEqual([]);
+    expect(said(h).join('\n')).toContain('This issue is closed, so forkflush did not start: reopen it');
   });
 });
