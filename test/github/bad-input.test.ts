@@ -13,10 +13,9 @@ const said = (h: Harness) => h.gh.comments.filter((c) => c.issue === 7).map((c) 
 
 describe('a config that cannot work, found before anything is spent', () => {
   it('grader.command runs a file that is not on the default branch: no round is dispatched, and the issue names the file', async () => {
-    // `node grade.mjs` with no grade.mjs committed (a teammate forgot `git add`). `forkflush run`
-    // refuses this in its pre-flight ("grader.command: grade.mjs, the file `node grade.mjs` runs,
-    // does not exist in the repository"). On GitHub the label starts the run and dispatches the
-    // opening round: every branch's agent spends its allowance, then no grading can score it.
+    // `node score.mjs` with no score.mjs committed (a teammate forgot `git add`). `forkflush run`
+    // refuses this in its pre-flight. Before, on GitHub, the label started the run and dispatched
+    // the opening round: every branch's agent spent its allowance, then no grading could score it.
     const config = CONFIG.replace('node grade.mjs', 'node score.mjs');
     const h = await new Harness({ '.github/autoresearch.yml': config, 'README.md': 'hi\n' }).load();
     await h.label(7);
@@ -27,8 +26,8 @@ describe('a config that cannot work, found before anything is spent', () => {
 
 describe('comment commands as a writer types them', () => {
   it('`/autoresearch stop now` is answered with what is wrong, and stops nothing', async () => {
-    // One word too many: the comment is not read as a command, so no 👀, no reply, and the
-    // run's rounds go on spending while the writer believes it stopped.
+    // One word too many. Before: the comment was not read as a command, so no 👀, no reply, and
+    // the run's rounds went on spending while the writer believed it stopped.
     const h = await new Harness().load();
     await h.label(7);
     const before = h.gh.comments.length;
@@ -39,8 +38,8 @@ describe('comment commands as a writer types them', () => {
   });
 
   it('`/Autoresearch stop` (capitalised, as a phone keyboard writes it) stops the run', async () => {
-    // `/Autoresearch start budget=50` starts a run (that pattern ignores case); `/Autoresearch stop` is
-    // passed over in silence, and the run goes on.
+    // Before: `/Autoresearch start budget=50` started a run (that pattern ignored case), and
+    // `/Autoresearch stop` was passed over in silence while the run went on.
     const h = await new Harness().load();
     await h.label(7);
     await h.comment(7, '/Autoresearch stop');
@@ -50,8 +49,8 @@ describe('comment commands as a writer types them', () => {
 
 describe("a command's words, as pasted or written below it", () => {
   it('`/autoresearch fork` with what to try on the next line: the round is told those words', async () => {
-    // Written as people write comments (the command, then the detail below it), the fork round
-    // opens with no words for its branches, is answered 👍, and the ask is lost without a word.
+    // Written as people write comments (the command, then the detail below it). Before: the fork
+    // round opened with no words for its branches, was answered 👍, and the ask was lost.
     const ASK = 'Try a tabu search over the packing order instead of the greedy pass.';
     const h = await new Harness().load();
     await h.label(7);
@@ -68,9 +67,9 @@ describe("a command's words, as pasted or written below it", () => {
   });
 
   it('`/autoresearch stop` with an invisible character pasted after it stops the run', async () => {
-    // Copied from a chat, `stop` carries a zero-width space (U+200B). The reply reads
-    // "unknown command `stop`: use ..., `/autoresearch stop`, ...": the word it shows looks exactly like
-    // the valid one, and nothing says why it is not.
+    // Copied from a chat, `stop` carries a zero-width space (U+200B). Before, the reply read
+    // "unknown command `stop`: use ..., `/autoresearch stop`, ...": the word it showed looked exactly
+    // like the valid one, and nothing said why it was not.
     const h = await new Harness().load();
     await h.label(7);
     const before = h.gh.comments.length;
