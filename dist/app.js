@@ -55835,8 +55835,8 @@ function keyList() {
   return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
 }
 function overridesInText(text) {
-  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
-  return m?.[1] ?? null;
+  const command = parseCommand(text);
+  return command && "command" in command && command.command === "start" ? command.args ?? null : null;
 }
 
 // src/core/worker-drift.ts

@@ -2,6 +2,7 @@
 // as a line of the issue's text. Each key is checked here (what it may be), then the config with
 // them applied is checked like any config (core/config.ts parseConfig).
 import type { ConfigOverrides, Strategy } from './config.js';
+import { parseCommand } from './github-text.js';
 import { MAX_BRANCHES, STRATEGIES } from './method.js';
 
 /** The keys a run may override, and what each sets. */
@@ -83,8 +84,8 @@ function keyList(): string {
     .join(', ');
 }
 
-/** The words after `/autoresearch start` on a line of the issue's text, or null when no line has them. */
+/** The words after `/autoresearch start` in the issue's text (read as a comment's command), or null. */
 export function overridesInText(text: string): string | null {
-  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
-  return m?.[1] ?? null;
+  const command = parseCommand(text);
+  return command && 'command' in command && command.command === 'start' ? (command.args ?? null) : null;
 }

@@ -39,6 +39,8 @@ describe('overridesInText', () => {
     );
     expect(overridesInText('Make it faster.')).toBeNull();
     expect(overridesInText('/autoresearch start')).toBeNull();
+    // Read as a comment's command is: any case, a pasted zero-width space dropped.
+    expect(overridesInText('Faster.\n/Autoresearch start\u200b budget=30')).toBe('budget=30');
   });
 });
 
