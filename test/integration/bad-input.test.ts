@@ -23,6 +23,13 @@ function repoInsideFolder(extra: (outer: string) => string): { outer: string; di
   return { outer, dir, calls: repo.calls };
 }
 
+/** Sets grader.protected of a task repository's config to `globs`, committed. */
+function protect(repo: ReturnType<typeof makeTaskRepo>, ...globs: string[]): void {
+  const file = join(repo.dir, '.github', 'autoresearch.yml');
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/protected: \[[^\]]*\]/, `protected: [${globs.join(', ')}]`));
+  repo.git('commit', '-qam', `protect ${globs.join(' ')}`);
+}
+
 describe('bad input on the local CLI path', () => {
   it('grader.command of only spaces is refused like an empty one, before any agent runs', async () => {
     // Before: `command: ""` is refused (grader.command must not be empty), but `command: "   "`
@@ -52,12 +59,7 @@ describe('bad input on the local CLI path', () => {
     // with a wrong note ("grader.protected does not cover grade.sh"); git restores the whole tree,
     // every episode "changed protected paths", and the run stops with exit 1 after spending.
     const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
-    const config = readFileSync(join(repo.dir, '.github', 'autoresearch.yml'), 'utf8');
-    writeFileSync(
-      join(repo.dir, '.github', 'autoresearch.yml'),
-      config.replace(/protected: \[[^\]]*\]/, 'protected: [.]'),
-    );
-    repo.git('commit', '-qam', 'protect everything');
+    protect(repo, '.');
     const r = await cli('run', repo.dir);
     expect(r.code, r.err).toBe(2);
     expect(r.err).toMatch(/grader\.protected/);
@@ -69,12 +71,7 @@ describe('bad input on the local CLI path', () => {
     // dry run passes; each episode's journal lines are appended to the grader script, the judge
     // then fails ("grade.sh: 3: Syntax error: \"(\" unexpected") and the run stops with exit 1.
     const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run\njournal: grade.sh' });
-    const config = readFileSync(join(repo.dir, '.github', 'autoresearch.yml'), 'utf8');
-    writeFileSync(
-      join(repo.dir, '.github', 'autoresearch.yml'),
-      config.replace(/protected: \[[^\]]*\]/, 'protected: [agent.mjs]'),
-    );
-    repo.git('commit', '-qam', 'journal in the grader');
+    protect(repo, 'agent.mjs');
     const r = await cli('run', repo.dir);
     expect(r.code, r.err).toBe(2);
     expect(r.err).toMatch(/journal/);
