@@ -237,12 +237,28 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     throw new ConfigError([
       `${locate(['journal'])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`,
     ]);
+  const nested = insideShared(config);
+  if (nested)
+    throw new ConfigError([
+      `${locate(['sandbox', nested.key])}: sandbox.${nested.key}: ${nested.path} is inside sandbox.write's ${nested.shared}, where the agents write: one could make it a link to anywhere. Leave it out (${nested.shared} is shown whole), or name a folder outside it`,
+    ]);
   const script = scriptAt(config, config.journal);
   if (script)
     throw new ConfigError([
       `${locate(['journal'])}: journal: ${config.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`,
     ]);
   return config;
+}
+
+/** A sandbox.read or sandbox.write folder inside a sandbox.write one (by their names as written), if any. */
+function insideShared(c: Config): { key: 'read' | 'write'; path: string; shared: string } | null {
+  const name = (path: string) => path.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
+  for (const key of ['read', 'write'] as const)
+    for (const path of c.sandbox[key]) {
+      const shared = c.sandbox.write.find((w) => name(path).startsWith(`${name(w)}/`));
+      if (shared !== undefined) return { key, path, shared };
+    }
+  return null;
 }
 
 /** The command of the config that runs the file at `path` as its script (or program), if one does. */

@@ -117,21 +117,25 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
 async function showsPrivate(config: Config, privatePlaces: string[]): Promise<string[]> {
   const real = (x: string) => realpath(x).catch(() => resolve(x));
   const places = await Promise.all(privatePlaces.map(real));
-  const inner = [...places.slice(1), ...places.slice(0, 1).map((repo) => join(repo, '.git'))];
+  // The repository's git folder: its .git, or in a worktree the main checkout's, which every worktree shares.
+  const repo = places[0] as string;
+  const common = (await new Git(repo).exec(['rev-parse', '--git-common-dir'], { check: false })).stdout.trim();
+  const gitDirs = [join(repo, '.git'), ...(common ? [await real(resolve(repo, common))] : [])];
+  const inner = [...places.slice(1), ...gitDirs];
   const problems: string[] = [];
   for (const key of ['read', 'write'] as const) {
     for (const entry of config.sandbox[key]) {
       const path = await real(expandHome(entry));
-      const held = places.find((place) => isInside(place, path));
       const within = inner.find((place) => isInside(path, place));
-      if (held)
+      const held = [...places, ...gitDirs].find((place) => isInside(place, path));
+      if (within)
         problems.push(
-          `sandbox.${key}: ${entry} holds ${held === places[0] ? 'the repository' : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): ` +
-            `name the folders inside it the agent needs${held === places[0] ? ` (a folder of the repository is fine, such as ${join(held, 'data')})` : ''}`,
+          `sandbox.${key}: ${entry} ${path === within ? 'is' : 'is inside'} ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`,
         );
-      else if (within)
+      else if (held)
         problems.push(
-          `sandbox.${key}: ${entry} is inside ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`,
+          `sandbox.${key}: ${entry} holds ${held === repo ? 'the repository' : gitDirs.includes(held) ? "the repository's git folder" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): ` +
+            `name the folders inside it the agent needs${held === repo ? ` (a folder of the repository is fine, such as ${join(held, 'data')})` : ''}`,
         );
     }
   }

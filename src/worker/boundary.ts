@@ -183,8 +183,12 @@ export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.P
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
     writable: [p.workspace, p.context, p.box],
-    shared: config.sandbox.write.map(expandHome),
-    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config.sandbox.read.map(expandHome)],
+    shared: userFolders(config.sandbox.write, p.private, env),
+    readable: [
+      ...p.objects,
+      ...exposedInside(hidden, p.private, env),
+      ...userFolders(config.sandbox.read, p.private, env),
+    ],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join(p.box, 'tmp'),
     network: false,
@@ -250,7 +254,7 @@ export function graderConfinement(
     readable: [
       ...p.objects,
       ...exposed,
-      ...config.sandbox.read.map(expandHome),
+      ...userFolders(config.sandbox.read, p.private, env),
       ...fixed.readOnly.map((f) => join(dir, f)),
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
@@ -392,6 +396,26 @@ function realOrNull(path: string): string | null {
 export function privateTmp(tmp: string, sandboxed: boolean): { HOME: string; TMPDIR: string } {
   const inside = sandboxed ? '/tmp' : tmp;
   return { HOME: join(inside, 'home'), TMPDIR: inside };
+}
+
+/**
+ * The folders of sandbox.read or sandbox.write a sandbox may bind: none that is, by its real path,
+ * one of forkflush's own places or inside one (a bind comes after the hiding and would show it).
+ * The pre-flight refuses such a config; this holds each time a sandbox is made, after links that
+ * appeared since (a sandbox.read path an agent made a link in a folder it may write).
+ */
+function userFolders(paths: readonly string[], forkflushOwn: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  // On a runner its temp folder too: file commands, forkflush's records.
+  const own = [...forkflushOwn, ...(env.RUNNER_TEMP ? [env.RUNNER_TEMP] : [])];
+  const real = (path: string) => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return path;
+    }
+  };
+  const ownReal = own.map(real);
+  return paths.map(expandHome).filter((path) => !ownReal.some((o) => isInside(real(path), o)));
 }
 
 /** `~/x` in sandbox.read and sandbox.write means the user's home folder. */
