@@ -35,11 +35,19 @@ export function fileItRuns(command: string): string | null {
     .trim()
     .split(/\s+/)
     .filter((w) => !/^\w+=/.test(w));
-  const [program, file] = words;
+  const [program, second, third] = words;
   // `./run.sh`: the program is the repository's file.
   if (program?.includes('/') && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
     return program.replace(/^\.\//, '');
-  if (!program || !file || !INTERPRETERS.has(basename(program))) return null;
-  if (/^[-~]|[$`'"(]/.test(file) || isAbsolute(file)) return null;
-  return file.replace(/^\.\//, '');
+  if (!program || !second || !INTERPRETERS.has(basename(program))) return null;
+  // deno and bun name the script after a subcommand (`deno run x.ts`); any other one (`bun test`) runs none.
+  const subcommand = SUBCOMMANDS.has(basename(program));
+  const file = subcommand ? (second === 'run' ? third : undefined) : second;
+  if (!file || /^[-~]|[$`'"(]/.test(file) || isAbsolute(file)) return null;
+  const path = file.replace(/^\.\//, '');
+  // `node .`: the repository itself.
+  return path === '.' || path === '' ? null : path;
 }
+
+/** Interpreters whose first word is a subcommand: deno always, bun for a script it is told to run. */
+const SUBCOMMANDS = new Set(['deno', 'bun']);

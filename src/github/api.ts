@@ -235,6 +235,17 @@ export class GitHubApi {
     }
   }
 
+  /** Whether the commit at `ref` has a file or folder at `path`. */
+  async exists(path: string, ref: string): Promise<boolean> {
+    try {
+      await this.octokit.rest.repos.getContent({ ...this.scope.r, path, ref });
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+
   /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
   async permission(user: string): Promise<string> {
     try {

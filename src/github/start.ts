@@ -322,7 +322,7 @@ async function missingScript(api: GitHubApi, config: Config, branch: string): Pr
   ] as const;
   for (const [key, command] of commands) {
     const file = command ? fileItRuns(command) : null;
-    if (file && (await api.readFile(file, branch)) === null)
+    if (file && !(await api.exists(file, branch)))
       return `\`${key}\` runs \`${file}\` (\`${command}\`), which is not on \`${branch}\`, where every branch and its grading start: commit it there (or correct \`${key}\`), then label the issue again.`;
   }
   return null;

@@ -489,6 +489,39 @@ export class FakeGitHub {
     };
   }
 
+  /** The entries of the folder `path` in a commit's files (none: no such folder), as the contents API lists them. */
+  private folderEntries(files: Record<string, string>, path: string, ref: string) {
+    const prefix = `${path.replace(/\/+$/, '')}/`;
+    const names = new Map<string, 'file' | 'dir'>();
+    for (const f of Object.keys(files)) {
+      if (!f.startsWith(prefix)) continue;
+      const [name, ...below] = f.slice(prefix.length).split('/');
+      if (name) names.set(name, below.length > 0 ? 'dir' : 'file');
+    }
+    return [...names].map(([name, type]) => {
+      const inner = `${prefix}${name}`;
+      if (type === 'file') {
+        const { encoding: _e, content: _c, ...entry } = this.contentFile(inner, ref, files[inner] as string);
+        return entry;
+      }
+      const url = `${this.repoUrl}/contents/${inner}?ref=${encodeURIComponent(ref)}`;
+      const gitUrl = `${this.repoUrl}/git/trees/${blobSha(inner)}`;
+      const htmlUrl = `${this.htmlUrl}/tree/${ref}/${inner}`;
+      return {
+        type,
+        size: 0,
+        name,
+        path: inner,
+        sha: blobSha(inner),
+        url,
+        git_url: gitUrl,
+        html_url: htmlUrl,
+        download_url: null,
+        _links: { self: url, git: gitUrl, html: htmlUrl },
+      };
+    });
+  }
+
   private contentFile(path: string, ref: string, content: string) {
     const sha = blobSha(content);
     const url = `${this.repoUrl}/contents/${path}?ref=${encodeURIComponent(ref)}`;
@@ -937,8 +970,13 @@ export class FakeGitHub {
       const ref = q.get('ref') ?? 'main';
       const sha = this.refs.get(`refs/heads/${ref}`) ?? this.refs.get(ref) ?? ref;
       const path = decodeURIComponent(m[1] as string);
-      const content = this.commits.get(sha)?.files[path];
-      if (content === undefined) return [404, error(404, 'Not Found')];
+      const files = this.commits.get(sha)?.files ?? {};
+      const content = files[path];
+      // A folder: its entries, as JSON whatever the media type asked for.
+      if (content === undefined) {
+        const entries = this.folderEntries(files, path, ref);
+        return entries.length > 0 ? [200, entries] : [404, error(404, 'Not Found')];
+      }
       // The raw media type (Octokit's `format: 'raw'` asks for application/vnd.github.v3.raw): the file's bytes.
       if (/application\/vnd\.github(\.v3)?\.raw\b/.test(accept))
         return [200, new RawBody(content, 'application/vnd.github.raw; charset=utf-8')];
