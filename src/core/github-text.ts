@@ -264,7 +264,7 @@ export const FORK_ASK_MAX_CHARS = 4000;
  * the comment's end, at most FORK_ASK_MAX_CHARS). The others take nothing after them.
  */
 export function parseCommand(body: string): { command: Command; args?: string } | { error: string } | null {
-  const text = body.replace(INVISIBLE, '');
+  const text = body.replace(PASTED_INVISIBLE, '');
   const line = /^[ \t]*\/autoresearch(?=\s|$)[ \t]*(.*)$/im.exec(text);
   if (!line) return null;
   const [word = 'status', ...rest] = (line[1] ?? '').trim().split(/\s+/).filter(Boolean);
@@ -293,8 +293,13 @@ export function parseCommand(body: string): { command: Command; args?: string } 
   return { command: command as Command };
 }
 
-/** Characters a paste carries that show as nothing: zero-width spaces and joiners, the BOM, the soft hyphen. */
-const INVISIBLE = /[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/g;
+/**
+ * Characters a paste carries that show as nothing (zero-width spaces and joiners, the BOM, the
+ * soft hyphen), where they touch a space or a line's ends: inside a word they may be its language's
+ * (a Persian zero-width non-joiner) or an emoji's (a zero-width joiner).
+ */
+const INVISIBLE = '[\\u00ad\\u200b-\\u200f\\u2060-\\u2064\\ufeff]+';
+const PASTED_INVISIBLE = new RegExp(`(?<=^|\\s|/autoresearch)${INVISIBLE}|${INVISIBLE}(?=\\s|$)`, 'gmi');
 
 /**
  * Why a repository's own pull_request and push workflows should skip forkflush's branches: the

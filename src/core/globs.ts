@@ -5,12 +5,15 @@
 
 const WILDCARD = /[*?[]/;
 
-/** A glob as git reads it: `.` components and empty ones dropped (`.` and `./` are the whole tree, `./a//b/` is `a/b`). */
+/**
+ * A glob as git reads it: empty and `.` components dropped (`.` and `./` are the whole tree,
+ * `./a//b/.` is `a/b`), but a last `.` after a wildcard stays, and matches nothing, as in git.
+ */
 export function normalGlob(glob: string): string {
-  return glob
-    .split('/')
-    .filter((part) => part !== '' && part !== '.')
-    .join('/');
+  const parts = glob.split('/').filter((part) => part !== '');
+  const last = parts.length - 1;
+  const wild = parts.findIndex((part) => WILDCARD.test(part));
+  return parts.filter((part, i) => part !== '.' || (i === last && wild !== -1 && wild < i)).join('/');
 }
 
 export function matchesGlob(path: string, glob: string): boolean {
