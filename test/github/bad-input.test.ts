@@ -108,3 +108,26 @@ describe('the label', () => {
     expect(said(h).join('\n')).toContain('This issue is closed, so forkflush did not start: reopen it');
   });
 });
+
+describe('a run whose scripts are committed starts', () => {
+  it('grader.command `deno run --allow-read grade.ts` (grade.ts committed) starts the run', async () => {
+    // Before, the interpreter's second word was taken for its script: for `deno run ...` (and `bun
+    // run x.ts`, `bun test`) the subcommand `run`, and the run was refused for a file named `run`.
+    const config = CONFIG.replace('node grade.mjs', 'deno run --allow-read grade.ts');
+    const h = await new Harness({ '.github/autoresearch.yml': config, 'grade.ts': 'console.log(1)\n' }).load();
+    await h.label(7);
+    expect(h.gh.dispatches.length, said(h).join('\n')).toBeGreaterThan(0);
+  });
+
+  it('grader.command `python3 grader` (a committed package folder with __main__.py) starts the run', async () => {
+    // The contents API answers a folder with a listing. Before, the check read it as a file that is
+    // not there, and refused the run (the local pre-flight takes it: git finds the tree).
+    const config = CONFIG.replace('node grade.mjs', 'python3 grader');
+    const h = await new Harness({
+      '.github/autoresearch.yml': config,
+      'grader/__main__.py': 'print(1)\n',
+    }).load();
+    await h.label(7);
+    expect(h.gh.dispatches.length, said(h).join('\n')).toBeGreaterThan(0);
+  });
+});

@@ -121,12 +121,31 @@ describe('bad input on the local CLI path', () => {
       mkdirSync(join(dir, ...inside), { recursive: true });
       const r = await cli('run', dir, '--dry-run');
       expect(r.code, r.err).toBe(2);
-      expect(r.err).toContain(`sandbox.read: ${join(dir, ...inside)} is inside ${join(dir, inside[0] as string)}`);
+      const verb = inside.length === 1 ? 'is' : 'is inside';
+      expect(r.err).toContain(`sandbox.read: ${join(dir, ...inside)} ${verb} ${join(dir, inside[0] as string)}`);
     }
     const { dir } = repoInsideFolder(shown('data'));
     mkdirSync(join(dir, 'data'));
     const r = await cli('run', dir, '--dry-run');
     expect(r.code, r.err).toBe(0);
+  });
+
+  it("a run in a git worktree: sandbox.read naming the repository's git folder (the main checkout's .git) is refused", async () => {
+    // In a worktree, <worktree>/.git is a file and the git folder every worktree shares is the main
+    // checkout's .git. Before, the pre-flight knew only <worktree>/.git and passed this; the episode
+    // bound that folder over its hiding, and the agent read the whole .git (a token in a remote's
+    // URL, every branch of the run); with sandbox.write, it could write its hooks (found by a review).
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run' });
+    const wt = join(mkdtempSync(join(tmpdir(), 'forkflush-worktree-')), 'wt');
+    repo.git('worktree', 'add', '-q', '-b', 'work', wt);
+    const file = join(wt, '.github', 'autoresearch.yml');
+    const shared = JSON.stringify(join(repo.dir, '.git'));
+    writeFileSync(file, readFileSync(file, 'utf8').replace('  write: [', `  read: [${shared}]\n  write: [`));
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qam', 'read the data'], { cwd: wt });
+    const r = await cli('run', wt, '--dry-run');
+    expect(r.code, r.out + r.err).toBe(2);
+    expect(r.err).toMatch(/sandbox\.read: .*\.git/);
+    expect(repo.calls()).toEqual([]);
   });
 
   it('an empty task file is refused, naming it, before any agent starts', async () => {

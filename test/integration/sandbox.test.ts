@@ -9,9 +9,11 @@ import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/core/config.js';
 import { countsPerNamespace, UID_RANGE } from '../../src/io/accounts.js';
 import { runProcess } from '../../src/io/process.js';
 import { probeSandbox, type Sandbox, type SandboxAccount } from '../../src/io/sandbox.js';
+import { agentConfinement } from '../../src/worker/boundary.js';
 
 function installed(): boolean {
   try {
@@ -343,6 +345,77 @@ describe.skipIf(!bwrap)('the sandbox on this machine', () => {
       account.release();
       rmSync(outer, { recursive: true, force: true });
       rmSync(box, { recursive: true, force: true });
+    }
+  });
+
+  it('a sandbox.read path an earlier episode made a symlink to the runs folder (through sandbox.write) does not show the seal key', async () => {
+    // sandbox.write: [SHARED], sandbox.read: [SHARED/ds], ds not made yet. Episode 1's agent makes
+    // SHARED/ds a link to the runs folder, whose path it knows (its workspace is in it). Before, each
+    // later episode bound the link's target, the runs folder itself, over its hiding (equal paths,
+    // the bind won), and the next agent read seal.key: a config's folder that is, or is in, one of
+    // forkflush's own places is now left out each time a sandbox is made (found by a review).
+    const probe = await probeSandbox();
+    if (!('sandbox' in probe)) throw new Error('no sandbox');
+    const outer = mkdtempSync('/var/tmp/forkflush-swap-');
+    const repo = join(outer, 'repo');
+    const runs = join(repo, '.forkflush');
+    const run = join(runs, 'r1');
+    const shared = join(outer, 'shared');
+    for (const d of ['ws', 'context', 'box/tmp'].map((p) => join(run, p))) mkdirSync(d, { recursive: true });
+    mkdirSync(shared);
+    writeFileSync(join(run, 'seal.key'), 'SECRET\n');
+    // As an ordinary user's run: the agent runs as that user, and reads what the user reads.
+    for (const d of [
+      outer,
+      repo,
+      runs,
+      run,
+      join(run, 'ws'),
+      join(run, 'context'),
+      join(run, 'box'),
+      join(run, 'box/tmp'),
+    ])
+      chmodSync(d, 0o755);
+    chmodSync(join(run, 'box/tmp'), 0o777);
+    chmodSync(join(run, 'ws'), 0o777);
+    chmodSync(shared, 0o777);
+    // The config refuses a sandbox.read inside a sandbox.write as written; named another way (a
+    // link, `~/`), it gets past, and the sandbox must hold all the same.
+    const config = parseConfig(
+      `grader:\n  command: sh grade.sh\nagent:\n  command: sh agent.sh\nbudget:\n  total: 10\n  unit: tokens\nsandbox:\n  write: [${JSON.stringify(shared)}]\n`,
+      '.github/autoresearch.yml',
+    );
+    config.sandbox.read = [join(shared, 'ds')];
+    const places = {
+      workspace: join(run, 'ws'),
+      context: join(run, 'context'),
+      box: join(run, 'box'),
+      objects: [],
+      private: [repo, runs],
+    };
+    const episode = async (script: string) => {
+      const account = probe.sandbox.account();
+      try {
+        return await runProcess('sh', ['-c', script], {
+          cwd: places.workspace,
+          confine: {
+            sandbox: probe.sandbox,
+            confinement: { ...agentConfinement(places, config, process.env), account },
+          },
+        });
+      } finally {
+        account.release();
+      }
+    };
+    try {
+      // Episode 1: the hostile agent, through the shared folder.
+      const first = await episode(`ln -s ${runs} ${join(shared, 'ds')} && cat ${run}/seal.key`);
+      expect(first.stdout, first.stderr).not.toContain('SECRET');
+      // Episode 2: any agent of the run.
+      const second = await episode(`cat ${run}/seal.key; ls ${runs}`);
+      expect(second.stdout, second.stderr).not.toContain('SECRET');
+    } finally {
+      rmSync(outer, { recursive: true, force: true });
     }
   });
 });

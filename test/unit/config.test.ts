@@ -256,6 +256,23 @@ journal: NOTES.md
     expect(parseConfig(`${text}journal: journal/LOG.txt\n`, 'x').journal).toBe('journal/LOG.txt');
   });
 
+  it('refuses a sandbox folder inside a sandbox.write one, where an agent could make it a link', () => {
+    const text = `${minimal}sandbox:\n  read: [/data/sets, /srv/cache/models/]\n  write: [/srv/cache]\n`;
+    expect(problems(text)).toEqual([
+      ".github/autoresearch.yml:9:9: sandbox.read: /srv/cache/models/ is inside sandbox.write's /srv/cache, where the agents write: one could make it a link to anywhere. Leave it out (/srv/cache is shown whole), or name a folder outside it",
+    ]);
+    expect(parseConfig(`${minimal}sandbox:\n  read: [/srv/cache2]\n  write: [/srv/cache]\n`, 'x').sandbox.read).toEqual(
+      ['/srv/cache2'],
+    );
+  });
+
+  it('refuses a journal that is the script a command runs, which its notes would break', () => {
+    const text = `${minimal}journal: ./agent.mjs\n`;
+    expect(problems(text)).toEqual([
+      ".github/autoresearch.yml:8:10: journal: ./agent.mjs is the script agent.command runs (`node agent.mjs`), which forkflush would append the agents' notes to: name another file, such as NOTES.md",
+    ]);
+  });
+
   it('applies command-line overrides before validating', () => {
     const c = parseConfig(minimal, 'x', { strategy: 'single-run', budget: 100, branches: 2 });
     expect(c.strategy).toBe('single-run');

@@ -49,6 +49,11 @@ const PATTERNS = [
   './a/.',
   'a/./b',
   './tests//sub/',
+  '*/.',
+  '**/.',
+  'tests/**/.',
+  '**/./x',
+  '*/./grade.mjs',
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'forkflush-globs-'));

@@ -148,6 +148,10 @@ describe('/autoresearch fork <what>', () => {
         /^unknown command `st\u043ep` \(it holds U\+043E, which only looks like a plain letter\): use /,
       ),
     });
+    // Inside a word an invisible character is its language's (a Persian zero-width non-joiner) or
+    // an emoji's (a joiner): an ask keeps it.
+    const ask = 'می\u200cخواهم سریع‌تر شود 👩\u200d💻';
+    expect(parseCommand(`/autoresearch fork ${ask}`)).toEqual({ command: 'fork', args: ask });
     expect(parseCommand('/autoresearch start budget=50 branches=2')).toEqual({
       command: 'start',
       args: 'budget=50 branches=2',
