@@ -67270,13 +67270,17 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 ]);
 function fileItRuns(command) {
   const words = (command.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
-  const [program, file2] = words;
+  const [program, second, third] = words;
   if (program?.includes("/") && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
     return program.replace(/^\.\//, "");
-  if (!program || !file2 || !INTERPRETERS.has(basename(program))) return null;
-  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
-  return file2.replace(/^\.\//, "");
+  if (!program || !second || !INTERPRETERS.has(basename(program))) return null;
+  const subcommand = SUBCOMMANDS.has(basename(program));
+  const file2 = subcommand ? second === "run" ? third : void 0 : second;
+  if (!file2 || /^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
+  const path2 = file2.replace(/^\.\//, "");
+  return path2 === "." || path2 === "" ? null : path2;
 }
+var SUBCOMMANDS = /* @__PURE__ */ new Set(["deno", "bun"]);
 
 // src/core/compare/config.ts
 var import_yaml3 = __toESM(require_dist2(), 1);
@@ -67848,7 +67852,10 @@ var limitsSchema = external_exports.strictObject({
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
 function normalGlob(glob) {
-  return glob.split("/").filter((part) => part !== "" && part !== ".").join("/");
+  const parts = glob.split("/").filter((part) => part !== "");
+  const last = parts.length - 1;
+  const wild = parts.findIndex((part) => WILDCARD.test(part));
+  return parts.filter((part, i) => part !== "." || i === last && wild !== -1 && wild < i).join("/");
 }
 function matchesGlob(path2, glob) {
   const pattern = normalGlob(glob);
@@ -68101,12 +68108,26 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
+  const nested = insideShared(config3);
+  if (nested)
+    throw new ConfigError([
+      `${locate(["sandbox", nested.key])}: sandbox.${nested.key}: ${nested.path} is inside sandbox.write's ${nested.shared}, where the agents write: one could make it a link to anywhere. Leave it out (${nested.shared} is shown whole), or name a folder outside it`
+    ]);
   const script = scriptAt(config3, config3.journal);
   if (script)
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${config3.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`
     ]);
   return config3;
+}
+function insideShared(c) {
+  const name = (path2) => path2.replace(/\/+/g, "/").replace(/(.)\/$/, "$1");
+  for (const key of ["read", "write"])
+    for (const path2 of c.sandbox[key]) {
+      const shared = c.sandbox.write.find((w) => name(path2).startsWith(`${name(w)}/`));
+      if (shared !== void 0) return { key, path: path2, shared };
+    }
+  return null;
 }
 function scriptAt(c, path2) {
   const commands = [
@@ -69934,7 +69955,7 @@ function loserComment(state, e, winner) {
 var COMMANDS = ["status", "stop", "resume", "fork", "start", "map"];
 var FORK_ASK_MAX_CHARS = 4e3;
 function parseCommand(body) {
-  const text = body.replace(INVISIBLE2, "");
+  const text = body.replace(PASTED_INVISIBLE, "");
   const line = /^[ \t]*\/autoresearch(?=\s|$)[ \t]*(.*)$/im.exec(text);
   if (!line) return null;
   const [word = "status", ...rest] = (line[1] ?? "").trim().split(/\s+/).filter(Boolean);
@@ -69960,7 +69981,8 @@ function parseCommand(body) {
     };
   return { command };
 }
-var INVISIBLE2 = /[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/g;
+var INVISIBLE2 = "[\\u00ad\\u200b-\\u200f\\u2060-\\u2064\\ufeff]+";
+var PASTED_INVISIBLE = new RegExp(`(?<=^|\\s|/autoresearch)${INVISIBLE2}|${INVISIBLE2}(?=\\s|$)`, "gmi");
 var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
 
 // src/github/issues.ts
@@ -70523,6 +70545,16 @@ Forkflush-Save: ${randomUUID()}`,
       return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
     } catch (e) {
       if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Whether the commit at `ref` has a file or folder at `path`. */
+  async exists(path2, ref) {
+    try {
+      await this.octokit.rest.repos.getContent({ ...this.scope.r, path: path2, ref });
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
       throw e;
     }
   }
@@ -72988,7 +73020,7 @@ async function missingScript(api, config3, branch) {
   ];
   for (const [key, command] of commands) {
     const file2 = command ? fileItRuns(command) : null;
-    if (file2 && await api.readFile(file2, branch) === null)
+    if (file2 && !await api.exists(file2, branch))
       return `\`${key}\` runs \`${file2}\` (\`${command}\`), which is not on \`${branch}\`, where every branch and its grading start: commit it there (or correct \`${key}\`), then label the issue again.`;
   }
   return null;

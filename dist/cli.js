@@ -28177,13 +28177,17 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 ]);
 function fileItRuns(command2) {
   const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
-  const [program, file2] = words;
+  const [program, second, third] = words;
   if (program?.includes("/") && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
     return program.replace(/^\.\//, "");
-  if (!program || !file2 || !INTERPRETERS.has(basename(program))) return null;
-  if (/^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
-  return file2.replace(/^\.\//, "");
+  if (!program || !second || !INTERPRETERS.has(basename(program))) return null;
+  const subcommand = SUBCOMMANDS.has(basename(program));
+  const file2 = subcommand ? second === "run" ? third : void 0 : second;
+  if (!file2 || /^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
+  const path = file2.replace(/^\.\//, "");
+  return path === "." || path === "" ? null : path;
 }
+var SUBCOMMANDS = /* @__PURE__ */ new Set(["deno", "bun"]);
 
 // src/core/compare/config.ts
 var import_yaml = __toESM(require_dist(), 1);
@@ -28933,7 +28937,10 @@ var limitsSchema = external_exports.strictObject({
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
 function normalGlob(glob) {
-  return glob.split("/").filter((part) => part !== "" && part !== ".").join("/");
+  const parts = glob.split("/").filter((part) => part !== "");
+  const last = parts.length - 1;
+  const wild = parts.findIndex((part) => WILDCARD.test(part));
+  return parts.filter((part, i) => part !== "." || i === last && wild !== -1 && wild < i).join("/");
 }
 function matchesGlob(path, glob) {
   const pattern = normalGlob(glob);
@@ -29215,12 +29222,26 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${CONFIG_PATH} is the config file, which forkflush would append the agents' notes to: name another file`
     ]);
+  const nested = insideShared(config2);
+  if (nested)
+    throw new ConfigError([
+      `${locate(["sandbox", nested.key])}: sandbox.${nested.key}: ${nested.path} is inside sandbox.write's ${nested.shared}, where the agents write: one could make it a link to anywhere. Leave it out (${nested.shared} is shown whole), or name a folder outside it`
+    ]);
   const script = scriptAt(config2, config2.journal);
   if (script)
     throw new ConfigError([
       `${locate(["journal"])}: journal: ${config2.journal} is the script ${script.key} runs (\`${script.command}\`), which forkflush would append the agents' notes to: name another file, such as NOTES.md`
     ]);
   return config2;
+}
+function insideShared(c) {
+  const name2 = (path) => path.replace(/\/+/g, "/").replace(/(.)\/$/, "$1");
+  for (const key2 of ["read", "write"])
+    for (const path of c.sandbox[key2]) {
+      const shared = c.sandbox.write.find((w) => name2(path).startsWith(`${name2(w)}/`));
+      if (shared !== void 0) return { key: key2, path, shared };
+    }
+  return null;
 }
 function scriptAt(c, path) {
   const commands = [
@@ -33733,8 +33754,12 @@ function agentConfinement(p, config2, env) {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
     writable: [p.workspace, p.context, p.box],
-    shared: config2.sandbox.write.map(expandHome),
-    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
+    shared: userFolders(config2.sandbox.write, p.private, env),
+    readable: [
+      ...p.objects,
+      ...exposedInside(hidden, p.private, env),
+      ...userFolders(config2.sandbox.read, p.private, env)
+    ],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join2(p.box, "tmp"),
     network: false
@@ -33770,7 +33795,7 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
     readable: [
       ...p.objects,
       ...exposed,
-      ...config2.sandbox.read.map(expandHome),
+      ...userFolders(config2.sandbox.read, p.private, env),
       ...fixed.readOnly.map((f2) => join2(dir, f2))
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
@@ -33864,6 +33889,18 @@ function realOrNull(path) {
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
   return { HOME: join2(inside, "home"), TMPDIR: inside };
+}
+function userFolders(paths, forkflushOwn, env) {
+  const own3 = [...forkflushOwn, ...env.RUNNER_TEMP ? [env.RUNNER_TEMP] : []];
+  const real2 = (path) => {
+    try {
+      return realpathSync2(path);
+    } catch {
+      return path;
+    }
+  };
+  const ownReal = own3.map(real2);
+  return paths.map(expandHome).filter((path) => !ownReal.some((o) => isInside(real2(path), o)));
 }
 function expandHome(path) {
   return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
@@ -40134,20 +40171,23 @@ commit them (git add, git commit), then run again`
 async function showsPrivate(config2, privatePlaces) {
   const real2 = (x) => realpath6(x).catch(() => resolve7(x));
   const places = await Promise.all(privatePlaces.map(real2));
-  const inner = [...places.slice(1), ...places.slice(0, 1).map((repo) => join29(repo, ".git"))];
+  const repo = places[0];
+  const common = (await new Git(repo).exec(["rev-parse", "--git-common-dir"], { check: false })).stdout.trim();
+  const gitDirs = [join29(repo, ".git"), ...common ? [await real2(resolve7(repo, common))] : []];
+  const inner = [...places.slice(1), ...gitDirs];
   const problems = [];
   for (const key2 of ["read", "write"]) {
     for (const entry of config2.sandbox[key2]) {
       const path = await real2(expandHome(entry));
-      const held = places.find((place) => isInside(place, path));
       const within = inner.find((place) => isInside(path, place));
-      if (held)
+      const held = [...places, ...gitDirs].find((place) => isInside(place, path));
+      if (within)
         problems.push(
-          `sandbox.${key2}: ${entry} holds ${held === places[0] ? "the repository" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): name the folders inside it the agent needs${held === places[0] ? ` (a folder of the repository is fine, such as ${join29(held, "data")})` : ""}`
+          `sandbox.${key2}: ${entry} ${path === within ? "is" : "is inside"} ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`
         );
-      else if (within)
+      else if (held)
         problems.push(
-          `sandbox.${key2}: ${entry} is inside ${within}, forkflush's own, which the sandbox hides from the agent: name a folder outside it`
+          `sandbox.${key2}: ${entry} holds ${held === repo ? "the repository" : gitDirs.includes(held) ? "the repository's git folder" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): name the folders inside it the agent needs${held === repo ? ` (a folder of the repository is fine, such as ${join29(held, "data")})` : ""}`
         );
     }
   }
