@@ -8039,8 +8039,8 @@ function mountArgs(c) {
   const shown = [...c.readable, ...c.shared ?? []].map(real).filter((p) => p !== null);
   for (const p of c.hidden) {
     const path = real(p);
-    const reshown = (h) => shown.some((b) => b !== h && isInside(h, b));
-    if (!path || path === "/" || isInside(path, tmp) && !reshown(path)) continue;
+    const reshown = path !== null && shown.some((b) => b !== path && isInside(path, b));
+    if (!path || path === "/" || isInside(path, tmp) && !reshown) continue;
     add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
   }
   const binds = [];

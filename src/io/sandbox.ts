@@ -359,10 +359,9 @@ export function mountArgs(c: Confinement): string[] {
   const shown = [...c.readable, ...(c.shared ?? [])].map(real).filter((p): p is string => p !== null);
   for (const p of c.hidden) {
     const path = real(p);
-    // Everything under /tmp is hidden already (/tmp is the private one), unless a folder bound
-    // from the real /tmp (a sandbox.read there) holds it and would show it again.
-    const reshown = (h: string) => shown.some((b) => b !== h && isInside(h, b));
-    if (!path || path === '/' || (isInside(path, tmp) && !reshown(path))) continue;
+    // Under /tmp it is hidden already (/tmp is the private one), unless a bind from the real /tmp holds it.
+    const reshown = path !== null && shown.some((b) => b !== path && isInside(path, b));
+    if (!path || path === '/' || (isInside(path, tmp) && !reshown)) continue;
     add(path, isDirectory(path) ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   }
   const binds: string[] = [];
