@@ -8030,9 +8030,8 @@ function mountArgs(c) {
   const mounts = [];
   const seen = /* @__PURE__ */ new Set();
   const add = (path, args) => {
-    if (seen.has(path)) return;
+    if (!seen.has(path)) mounts.push({ path, args });
     seen.add(path);
-    mounts.push({ path, args });
   };
   add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
   const tmp = real("/tmp") ?? "/tmp";

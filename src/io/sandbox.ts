@@ -350,9 +350,8 @@ export function mountArgs(c: Confinement): string[] {
   const mounts: Mount[] = [];
   const seen = new Set<string>();
   const add = (path: string, args: string[]) => {
-    if (seen.has(path)) return;
+    if (!seen.has(path)) mounts.push({ path, args });
     seen.add(path);
-    mounts.push({ path, args });
   };
   add('/tmp', ['--bind', real(c.tmp) ?? c.tmp, '/tmp']);
   const tmp = real('/tmp') ?? '/tmp';
