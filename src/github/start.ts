@@ -308,7 +308,6 @@ export async function runsPerRepo(api: GitHubApi, config: Config, self: string, 
   return runsPerRepoProblem(config, running, again);
 }
 
-/** Problems as a list for the issue: the first PROBLEMS_SAID_MAX, and how many more (a paragraph of unknown words makes hundreds). */
 /**
  * The script grader.command or agent.command runs (`node grade.mjs`), when the default branch does
  * not have it: every branch would spend its allowance on an agent whose work no grading can score.
@@ -328,6 +327,7 @@ async function missingScript(api: GitHubApi, config: Config, branch: string): Pr
   return null;
 }
 
+/** Problems as a list for the issue: the first PROBLEMS_SAID_MAX, and how many more (a paragraph of unknown words makes hundreds). */
 function problemList(problems: readonly string[]): string {
   const said = problems.slice(0, PROBLEMS_SAID_MAX).map((p) => `- ${clip(p, PROBLEM_MAX_BYTES)}`);
   const more = problems.length - said.length;
