@@ -33899,7 +33899,8 @@ function userFolders(paths, forkflushOwn, env) {
     }
   };
   const ownReal = own3.map(real2);
-  return paths.map(expandHome).filter((path) => !ownReal.some((o) => isInside(real2(path), o)));
+  const innermost = ownReal.filter((o) => !ownReal.some((x) => x !== o && isInside(x, o)));
+  return paths.map(expandHome).filter((path) => !ownReal.includes(real2(path)) && !innermost.some((o) => isInside(real2(path), o)));
 }
 function expandHome(path) {
   return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;

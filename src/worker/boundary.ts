@@ -400,9 +400,11 @@ export function privateTmp(tmp: string, sandboxed: boolean): { HOME: string; TMP
 
 /**
  * The folders of sandbox.read or sandbox.write a sandbox may bind: none that is, by its real path,
- * one of forkflush's own places or inside one (a bind comes after the hiding and would show it).
- * The pre-flight refuses such a config; this holds each time a sandbox is made, after links that
- * appeared since (a sandbox.read path an agent made a link in a folder it may write).
+ * one of forkflush's own places or inside one (a bind comes after the hiding and would show it);
+ * inside a place that holds others of them, the repository, a folder may be shown (its data), not
+ * its .git or the runs folder. The pre-flight refuses such a config; this holds each time a sandbox is
+ * made, after links that appeared since (a sandbox.read path an agent made a link in a folder it
+ * may write).
  */
 function userFolders(paths: readonly string[], forkflushOwn: readonly string[], env: NodeJS.ProcessEnv): string[] {
   // On a runner its temp folder too: file commands, forkflush's records.
@@ -415,7 +417,10 @@ function userFolders(paths: readonly string[], forkflushOwn: readonly string[], 
     }
   };
   const ownReal = own.map(real);
-  return paths.map(expandHome).filter((path) => !ownReal.some((o) => isInside(real(path), o)));
+  const innermost = ownReal.filter((o) => !ownReal.some((x) => x !== o && isInside(x, o)));
+  return paths
+    .map(expandHome)
+    .filter((path) => !ownReal.includes(real(path)) && !innermost.some((o) => isInside(real(path), o)));
 }
 
 /** `~/x` in sandbox.read and sandbox.write means the user's home folder. */

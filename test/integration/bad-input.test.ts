@@ -148,6 +148,30 @@ describe('bad input on the local CLI path', () => {
     expect(repo.calls()).toEqual([]);
   });
 
+  it('sandbox.read of a dataset inside the repository (ignored by git) reaches the agent in its run', async () => {
+    // What the pre-flight suggests for a repository's data. A bind inside the repository, which the
+    // sandbox hides, is not one of forkflush's own places (its .git, the runs folder): it is shown.
+    const repo = makeTaskRepo({ ...small, extra: 'strategy: single-run', agentCommand: 'sh agent.sh' });
+    const data = join(repo.dir, 'data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'v.txt'), '7\n');
+    writeFileSync(join(repo.dir, '.gitignore'), 'data/\n');
+    writeFileSync(
+      join(repo.dir, 'agent.sh'),
+      `cat ${JSON.stringify(join(data, 'v.txt'))} > value.txt\necho '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"\n`,
+    );
+    const file = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('  write: [', `  read: [${JSON.stringify(data)}]\n  write: [`),
+    );
+    repo.git('add', '-A');
+    repo.git('commit', '-qm', 'the data, read from the repository');
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(r.out).toMatch(/r0\.b0 scored 7\b/);
+  });
+
   it('an empty task file is refused, naming it, before any agent starts', async () => {
     // Before: TASK.md of zero bytes passes --dry-run with no note, and every episode's prompt
     // quotes an empty task.
