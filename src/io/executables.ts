@@ -1,5 +1,6 @@
 // Finding a program the way a shell would, without running anything: for the pre-flight (is the
-// agent's CLI installed?) and the Action (which CLI's --version to ask).
+// agent's CLI installed?) and the Action (which CLI's --version to ask); and the PATH every
+// program forkflush starts is looked up on.
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
@@ -27,4 +28,25 @@ export async function findExecutable(name: string, path: string): Promise<string
     if (await isExecutable(file)) return file;
   }
   return null;
+}
+
+/** What a PATH of no absolute folder becomes: the system's own (glibc's default). */
+const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/**
+ * PATH's absolute folders only. An empty or relative entry (`bin`, `./node_modules/.bin`, a
+ * leading `:`) names a folder of the working directory, which for forkflush's commands is a
+ * workspace the agent wrote or the judge's checkout of it: a `bin/bwrap` or `bin/find` committed
+ * there would run in place of forkflush's own, outside the sandbox, or in place of the grader's.
+ */
+export function absolutePath(path: string): string {
+  const kept = path.split(delimiter).filter(isAbsolute);
+  return kept.length > 0 ? kept.join(delimiter) : SYSTEM_PATH;
+}
+
+/** The environment with PATH's absolute folders only (absolutePath): what every program forkflush starts gets. */
+export function withAbsolutePath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (env.PATH === undefined) return env;
+  const path = absolutePath(env.PATH);
+  return path === env.PATH ? env : { ...env, PATH: path };
 }

@@ -7,6 +7,7 @@
 // groups from its stdin, and when that pipe closes (forkflush is gone, however it ended) it stops
 // the groups still listed: SIGTERM, a second, then SIGKILL.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { absolutePath } from './executables.js';
 
 // Lines `+<pgid>` and `-<pgid>`; its own signals are ignored (a Ctrl-C reaches forkflush, which
 // stops its commands itself, and this must outlive it to do its one job).
@@ -32,7 +33,7 @@ function tell(line: string): void {
     // In no folder of the run's, with nothing of its environment: it holds nothing of the run.
     keeper = spawn('/bin/sh', ['-c', KEEPER], {
       cwd: '/',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      env: { PATH: absolutePath(process.env.PATH ?? '') },
       detached: true,
       stdio: ['pipe', 'ignore', 'ignore'],
     });

@@ -11,6 +11,7 @@ import { release } from 'node:os';
 import { dirname, sep } from 'node:path';
 import type { Writable } from 'node:stream';
 import { countsPerNamespace, machineProcesses, processLimit, rangeConflict, readIdFiles, UidPool } from './accounts.js';
+import { withAbsolutePath } from './executables.js';
 import { type FilterProfile, seccompFilter } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
@@ -424,21 +425,19 @@ export function prefixOf(dir: string): string {
 
 function exec(file: string, args: string[], fd3?: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe', ...(fd3 ? ['pipe' as const] : [])] });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const child = spawn(file, args, {
+      env: withAbsolutePath(process.env),
+      timeout: 10_000,
+      killSignal: 'SIGKILL',
+      stdio: ['ignore', 'pipe', 'pipe', ...(fd3 ? ['pipe' as const] : [])],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     if (fd3) writeFd3(child, fd3);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolve({ code: 127, stdout, stderr: e.message });
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
+    child.on('error', (e) => resolve({ code: 127, stdout, stderr: e.message }));
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
 }
 
