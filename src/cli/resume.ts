@@ -30,7 +30,7 @@ export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<num
       io.stderr.write(
         `forkflush: the best branch ${bestBranch(open.state.id)} cannot be set to the best workspace, ${best.commit} ` +
           `(${broken.message.split('\n').find((l) => l.startsWith('fatal:')) ?? broken.message.split('\n')[0]}).\n` +
-          `Take it home by its commit (git merge ${best.commit}), or remove the broken ref's file ` +
+          `Take it home by its commit (git merge --no-overwrite-ignore ${best.commit}), or remove the broken ref's file ` +
           `(rm "$(git rev-parse --git-path ${ref})") and resume again to restore the branch.\n`,
       );
       return 1;

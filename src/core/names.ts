@@ -117,6 +117,9 @@ export function baseGradeRef(run: string): string {
   return `refs/forkflush/${run}/base`;
 }
 
+/** The folder of a repository that holds its local runs (never copied, never recorded in a result). */
+export const RUNS_FOLDER = '.forkflush';
+
 /** The id a run's job that grades its initial workspace goes by (its matrix value, its job name). */
 export const BASE_JOB = 'base';
 

@@ -196,9 +196,11 @@ export function takeHomeLines(state: RunState, place: RunPlace): string[] {
   if (state.best.episode === 'base') return ['No episode beat the initial workspace: there is nothing to take home.'];
   const best = bestBranch(state.id);
   if (!place.scratch) {
+    // Git writes over the files a checkout ignores (a .env of the user's, where the agent wrote
+    // one); these stop and name them instead.
     return [
-      `Take the best workspace into your branch: git merge ${best}`,
-      `(or look at it first: git switch --create try-${state.id} ${best})`,
+      `Take the best workspace into your branch: git merge --no-overwrite-ignore ${best}`,
+      `(or look at it first: git switch --no-overwrite-ignore --create try-${state.id} ${best})`,
     ];
   }
   return [

@@ -15,7 +15,7 @@ import {
   parseConfig,
 } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import { runIdAt } from '../core/names.js';
+import { RUNS_FOLDER, runIdAt } from '../core/names.js';
 import { plan, planWarnings } from '../core/plan.js';
 import { loadTemplates } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
@@ -386,7 +386,7 @@ async function excludeRunFolders(top: string): Promise<void> {
   if (r.exitCode !== 0) return;
   const file = resolve(top, r.stdout.trim());
   const text = await readFile(file, 'utf8').catch(() => '');
-  if (text.split('\n').includes('.forkflush/')) return;
+  if (text.split('\n').includes(`${RUNS_FOLDER}/`)) return;
   await mkdir(join(file, '..'), { recursive: true });
-  await appendFile(file, `${text === '' || text.endsWith('\n') ? '' : '\n'}# forkflush run folders\n.forkflush/\n`);
+  await appendFile(file, `${text === '' || text.endsWith('\n') ? '' : '\n'}# forkflush run folders\n${RUNS_FOLDER}/\n`);
 }

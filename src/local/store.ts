@@ -4,6 +4,7 @@
 import { chmod, link, mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
+import { RUNS_FOLDER } from '../core/names.js';
 import {
   LOCAL_RUN_RECORD,
   type LocalRunInfo,
@@ -27,7 +28,7 @@ export class RunStore {
   constructor(readonly dir: string) {}
 
   static runsDir(taskDir: string): string {
-    return join(taskDir, '.forkflush');
+    return join(taskDir, RUNS_FOLDER);
   }
 
   static forRun(taskDir: string, id: string): RunStore {

@@ -2,11 +2,12 @@
 // becomes a repository of its own: a copy in the run folder, committed.
 import { cp, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { RUNS_FOLDER } from '../core/names.js';
 import { Git } from '../io/git.js';
 import { AS_IS } from '../worker/cleanroom.js';
 
 /** What a copy never takes: git's own folder, forkflush's runs, installed packages. */
-const NEVER_COPIED = new Set(['.forkflush', '.git', 'node_modules']);
+const NEVER_COPIED = new Set([RUNS_FOLDER, '.git', 'node_modules']);
 
 /** Copies the task folder to `repo` and commits it there; what was left out is said in `warnings`. */
 export async function copyTask(taskDir: string, repo: string, warnings: string[]): Promise<void> {

@@ -25,7 +25,7 @@ import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { episodeLogs, privateTmp } from './boundary.js';
 import { excludePatterns, type OwnRepo, restoreTracked, untrackedPaths } from './cleanroom.js';
 import { allowedEnv } from './env.js';
-import { RUNTIME_CACHES } from './snapshot.js';
+import { NEVER_RECORDED } from './snapshot.js';
 
 /** What one run of setup's commands did. */
 export interface SetupRun {
@@ -111,7 +111,7 @@ export function setupEnv(source: NodeJS.ProcessEnv, config: Config): NodeJS.Proc
 export type PreparedWorkspace =
   | {
       ok: true;
-      /** The ignore file that leaves setup's outputs (and RUNTIME_CACHES) out of the snapshot. */
+      /** The ignore file that leaves setup's outputs (and NEVER_RECORDED) out of the snapshot. */
       excludes: string;
       /** For the setup log: ran here, or copied from the cache. */
       how: string;
@@ -143,7 +143,7 @@ export async function prepareWorkspace(o: {
   const done = async (paths: string[], how: string): Promise<PreparedWorkspace> => {
     // With what running code writes (the snapshot applies this file in place of its own).
     const patterns = excludePatterns(paths);
-    await writeFile(excludes, `${patterns}${RUNTIME_CACHES}`);
+    await writeFile(excludes, `${patterns}${NEVER_RECORDED}`);
     const made = paths.length === 0 ? 'nothing untracked' : `${paths.length} untracked path(s), left out of the result`;
     await appendFile(logFile, `(setup ${how}: ${made})\n`);
     return { ok: true, excludes, how };

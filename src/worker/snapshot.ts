@@ -1,5 +1,5 @@
 // The snapshot: an episode's workspace as forkflush's own git records it (its .gitignore applies,
-// with setup's outputs and what running code writes left out), protected paths put back as they
+// with setup's outputs, what running code writes and the runs folder's name left out), protected paths put back as they
 // are at the base, and what could not be recorded (a file over GitHub's size limit) refused.
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import {
@@ -9,6 +9,7 @@ import {
   RECORDED_TREE_LISTING_MAX_BYTES,
 } from '../core/bounds.js';
 import { matchesAny } from '../core/globs.js';
+import { RUNS_FOLDER } from '../core/names.js';
 import { type Cleaned, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
 import { GitOutputTooLongError, GitStoppedError } from '../io/git.js';
 import { runProcess } from '../io/process.js';
@@ -21,6 +22,14 @@ import { type CheckoutIndex, copyIndex, type OwnRepo } from './cleanroom.js';
  * for its source). Tracked files are recorded whatever these say.
  */
 export const RUNTIME_CACHES = '__pycache__/\n*.py[co]\n.pytest_cache/\n';
+
+/**
+ * What a snapshot never records: RUNTIME_CACHES, and an entry named as the runs folder at the top
+ * of the tree. The take-home (`git merge` of the best branch, or its archive unpacked) writes the
+ * result over the user's checkout, where the runs folder is ignored and so, to git, expendable:
+ * an agent's `.forkflush` file would replace every run's records and seal key.
+ */
+export const NEVER_RECORDED = `${RUNTIME_CACHES}/${RUNS_FOLDER}\n`;
 
 export interface Snapshot {
   /** The workspace's files, with protected paths as they are at the base. */
@@ -35,7 +44,7 @@ export interface Snapshot {
   ignoreFile: string;
 }
 
-/** The ignore file of a snapshot without setup's: RUNTIME_CACHES. */
+/** The ignore file of a snapshot without setup's: NEVER_RECORDED. */
 const ignoreFileOf = (index: string) => `${index}.exclude`;
 
 /**
@@ -62,7 +71,7 @@ export async function snapshot(
   // user's own ignore file (as on GitHub).
   // Read by git only (bounded), never by forkflush itself: a file there that is not regular stalls git, not the run.
   const ignoreFile = excludes ?? ignoreFileOf(index);
-  if (!excludes) await writeFile(ignoreFile, RUNTIME_CACHES);
+  if (!excludes) await writeFile(ignoreFile, NEVER_RECORDED);
   const ignore = ['-c', `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own, workspace, index, ignore);
   const add = () => own.exec([...ignore, 'add', '--all'], { workTree: workspace, index, check: false });
@@ -148,7 +157,7 @@ async function refuseLongListing(own: OwnRepo, tree: string): Promise<void> {
  */
 export async function unrecordable({ own, index }: CheckoutIndex, dir: string): Promise<string | null> {
   const ignoreFile = ignoreFileOf(index);
-  await writeFile(ignoreFile, RUNTIME_CACHES);
+  await writeFile(ignoreFile, NEVER_RECORDED);
   return refuseOversized(own, dir, index, ['-c', `core.excludesFile=${ignoreFile}`]).then(
     () => null,
     (e: unknown) => (e as Error).message,

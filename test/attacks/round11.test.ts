@@ -2,10 +2,13 @@
 // forkflush does around the agent's files: the take-home the end of the run prints, and the
 // programs forkflush itself runs by name beside what the agent wrote. Each row failed before its
 // fix for the reason its comment names: the attack worked.
+
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { bestBranch } from '../../src/core/names.js';
+import { takeHomeLines } from '../../src/core/report.js';
 import { CAT_GRADER, cleanupAttackTemps, describeSandboxed, makeAttackRepo, runLocal } from './helpers.js';
 
 afterAll(cleanupAttackTemps);
@@ -34,9 +37,9 @@ describeSandboxed("round 11: the agent's tree in forkflush's own runs folder, on
   // forkflush's git directory; a run still in flight in the same repository too) is deleted and
   // a file stands in its place, so no run can be resumed, shown or taken home again. FOLDER: the
   // run's records are overwritten with the agent's (a forged state.json for `forkflush status` and
-  // `resume`, a seal key of its choosing). Right behaviour: a result never holds forkflush's runs
-  // folder name at the top of the tree (left out of the snapshot, as what the repository ignores
-  // is), so the take-home leaves the run folders as they were.
+  // `resume`, a seal key of its choosing). Now: a result never holds the runs folder's name at the
+  // top of its tree (worker/snapshot.ts NEVER_RECORDED), so even a plain merge leaves the run
+  // folders as they were.
   it.each([
     ['FILE', `echo 'this replaced every run folder' > .forkflush`],
     [
@@ -77,10 +80,10 @@ describeSandboxed("round 11: the agent's tree in forkflush's own runs folder, on
   // forkflush/<run>/best` overwrites the user's ignored `.env` without a word (git treats ignored
   // files as expendable), and nothing at the end of the run names it. Gains: the user's secrets
   // destroyed, or replaced with values of the agent's (an API base URL of its choosing) that the
-  // user's tools load next. Right behaviour: the result leaves out what the task's repository
-  // ignores where the take-home happens (its info/exclude), or the run's end names such files
-  // before the merge the run prints can clobber them; here: the user's .env survives the merge.
-  it("the take-home merge of the best branch leaves a file the user's repository ignores as it was", async () => {
+  // user's tools load next. Now: the take-home the run prints (core/report.ts takeHomeLines) is
+  // `git merge --no-overwrite-ignore`, which stops and names the file instead; the result itself
+  // is recorded as on GitHub (no personal or info/exclude rules), so the agent's .env is still in it.
+  it("the take-home merge the run prints leaves a file the user's repository ignores as it was", async () => {
     const repo = makeAttackRepo({
       agent: `echo 7 > value.txt; echo 'OPENAI_BASE_URL=https://evil.example/v1' > .env`,
       grader: CAT_GRADER,
@@ -90,8 +93,13 @@ describeSandboxed("round 11: the agent's tree in forkflush's own runs folder, on
     writeFileSync(join(repo.dir, '.env'), secret);
     const { run, result } = await runLocal(repo);
     expect(result.score, result.reason ?? result.note ?? '').toBe(7);
-    const id = basename(run.store.dir);
-    repo.git('merge', '--no-edit', '-q', bestBranch(id));
+    const printed =
+      takeHomeLines(await run.store.load(), { repo: repo.dir, taskDir: repo.dir, scratch: false })[0] ?? '';
+    const merge = /: (git merge .*)$/.exec(printed)?.[1];
+    expect(merge, printed).toBeDefined();
+    const r = spawnSync('sh', ['-c', `${merge} 2>&1`], { cwd: repo.dir, encoding: 'utf8' });
+    expect(r.status, 'the merge stops').not.toBe(0);
+    expect(r.stdout, 'and names the file').toContain('.env');
     expect(readFileSync(join(repo.dir, '.env'), 'utf8'), "the user's ignored .env after the merge").toBe(secret);
   }, 180_000);
 });

@@ -402,7 +402,9 @@ describe('runs', () => {
   it('say how to take the best workspace home, in a repository and from a copy', async () => {
     const repo = makeTaskRepo(small);
     const r = await cli('run', repo.dir);
-    expect(r.out).toContain('Take the best workspace into your branch: git merge forkflush/20261130-100000/best');
+    expect(r.out).toContain(
+      'Take the best workspace into your branch: git merge --no-overwrite-ignore forkflush/20261130-100000/best',
+    );
     const copy = makeTaskRepo({ ...small, git: false });
     const c = await cli('run', copy.dir);
     expect(c.code).toBe(0);

@@ -233,7 +233,7 @@ describeSandboxed('the host fails under an overnight run', () => {
       expect(again.out, facts).toContain(
         `the best branch ${best} cannot be set to the best workspace, ${state.best?.commit}`,
       );
-      expect(again.out, facts).toContain(`git merge ${state.best?.commit}`);
+      expect(again.out, facts).toContain(`git merge --no-overwrite-ignore ${state.best?.commit}`);
       const file = repo.git('rev-parse', '--git-path', `refs/heads/${best}`);
       rmSync(join(repo.dir, file));
       const restored = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 60_000, env: envFor(root) });

@@ -55,9 +55,13 @@ describe('reports', () => {
 
   it('says how to take the best workspace home: a merge, or, from a copy, an archive', () => {
     const inRepo = renderReport(state, { place: { repo: '/r', taskDir: '/r', scratch: false } });
-    expect(inRepo).toContain('Take the best workspace into your branch: `git merge forkflush/plan/best`');
+    expect(inRepo).toContain(
+      'Take the best workspace into your branch: `git merge --no-overwrite-ignore forkflush/plan/best`',
+    );
     // The parenthesis closes the sentence outside the code: a copied command must run.
-    expect(inRepo).toContain('(or look at it first: `git switch --create try-plan forkflush/plan/best`)');
+    expect(inRepo).toContain(
+      '(or look at it first: `git switch --no-overwrite-ignore --create try-plan forkflush/plan/best`)',
+    );
     const copy = takeHomeLines(state, { repo: '/t/.forkflush/plan/repo', taskDir: "/my task's", scratch: true });
     expect(copy[1]).toBe(
       "Copy its files over yours: git -C /t/.forkflush/plan/repo archive forkflush/plan/best | tar -x -C '/my task'\\''s'",
