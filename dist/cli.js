@@ -7448,6 +7448,39 @@ var SMOKE_TIMEOUT_SECONDS = 180;
 import { spawn as spawn3 } from "node:child_process";
 import { createWriteStream } from "node:fs";
 
+// src/io/executables.ts
+import { constants } from "node:fs";
+import { access, stat } from "node:fs/promises";
+import { delimiter, isAbsolute, join } from "node:path";
+async function isExecutable(file2) {
+  const s = await stat(file2).catch(() => null);
+  if (!s?.isFile()) return false;
+  return access(file2, constants.X_OK).then(
+    () => true,
+    () => false
+  );
+}
+async function findExecutable(name2, path) {
+  if (isAbsolute(name2)) return await isExecutable(name2) ? name2 : null;
+  if (name2.includes("/") || name2 === "") return null;
+  for (const dir of path.split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const file2 = join(dir, name2);
+    if (await isExecutable(file2)) return file2;
+  }
+  return null;
+}
+var SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin";
+function absolutePath(path) {
+  const kept = path.split(delimiter).filter(isAbsolute);
+  return kept.length > 0 ? kept.join(delimiter) : SYSTEM_PATH;
+}
+function withAbsolutePath(env) {
+  if (env.PATH === void 0) return env;
+  const path = absolutePath(env.PATH);
+  return path === env.PATH ? env : { ...env, PATH: path };
+}
+
 // src/io/group-keeper.ts
 import { spawn } from "node:child_process";
 var KEEPER = `trap '' INT HUP TERM
@@ -7469,7 +7502,7 @@ function tell(line) {
   if (!keeper) {
     keeper = spawn("/bin/sh", ["-c", KEEPER], {
       cwd: "/",
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      env: { PATH: absolutePath(process.env.PATH ?? "") },
       detached: true,
       stdio: ["pipe", "ignore", "ignore"]
     });
@@ -7585,7 +7618,10 @@ function processLinks() {
     return links;
   } catch {
     try {
-      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], {
+        encoding: "utf8",
+        env: withAbsolutePath(process.env)
+      });
       for (const line of out.split("\n")) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
         if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
@@ -8089,21 +8125,19 @@ function prefixOf(dir) {
 }
 function exec(file2, args, fd3) {
   return new Promise((resolve10) => {
-    const child = spawn2(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
+    const child = spawn2(file2, args, {
+      env: withAbsolutePath(process.env),
+      timeout: 1e4,
+      killSignal: "SIGKILL",
+      stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []]
+    });
     let stdout = "";
     let stderr = "";
     child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
     child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
     if (fd3) writeFd3(child, fd3);
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      resolve10({ code: 127, stdout, stderr: e.message });
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve10({ code: code ?? 1, stdout, stderr });
-    });
+    child.on("error", (e) => resolve10({ code: 127, stdout, stderr: e.message }));
+    child.on("close", (code) => resolve10({ code: code ?? 1, stdout, stderr }));
   });
 }
 function writeFd3(child, data) {
@@ -8228,7 +8262,7 @@ function waitForEnd(child, output2, settle2) {
 function startChild(file2, args, options, confined2) {
   const child = spawn3(confined2?.file ?? file2, confined2?.args ?? args, {
     cwd: options.cwd,
-    env: options.env ?? process.env,
+    env: withAbsolutePath(options.env ?? process.env),
     detached: true,
     stdio: ["pipe", "pipe", "pipe", ...confined2?.fd3 ? ["pipe"] : []]
   });
@@ -28156,10 +28190,10 @@ function date4(params) {
 }
 
 // src/core/commands.ts
-var isAbsolute = (path) => path.startsWith("/");
+var isAbsolute2 = (path) => path.startsWith("/");
 var basename = (path) => path.slice(path.lastIndexOf("/") + 1);
 function namedPaths(command2) {
-  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute2(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
 var INTERPRETERS = /* @__PURE__ */ new Set([
   "node",
@@ -28177,12 +28211,12 @@ var INTERPRETERS = /* @__PURE__ */ new Set([
 function fileItRuns(command2) {
   const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
   const [program, second, third] = words;
-  if (program?.includes("/") && !isAbsolute(program) && !/^~|[$`'"(]/.test(program))
+  if (program?.includes("/") && !isAbsolute2(program) && !/^~|[$`'"(]/.test(program))
     return program.replace(/^\.\//, "");
   if (!program || !second || !INTERPRETERS.has(basename(program))) return null;
   const subcommand = SUBCOMMANDS.has(basename(program));
   const file2 = subcommand ? second === "run" ? third : void 0 : second;
-  if (!file2 || /^[-~]|[$`'"(]/.test(file2) || isAbsolute(file2)) return null;
+  if (!file2 || /^[-~]|[$`'"(]/.test(file2) || isAbsolute2(file2)) return null;
   const path = file2.replace(/^\.\//, "");
   return path === "." || path === "" ? null : path;
 }
@@ -30519,6 +30553,7 @@ function runIdAt(date5) {
   const iso = date5.toISOString();
   return `${iso.slice(0, 10).replace(/-/g, "")}-${iso.slice(11, 19).replace(/:/g, "")}`;
 }
+var RUNS_FOLDER = ".forkflush";
 
 // src/core/rng.ts
 function mixSeed(...parts) {
@@ -31404,8 +31439,8 @@ function takeHomeLines(state, place) {
   const best = bestBranch(state.id);
   if (!place.scratch) {
     return [
-      `Take the best workspace into your branch: git merge ${best}`,
-      `(or look at it first: git switch --create try-${state.id} ${best})`
+      `Take the best workspace into your branch: git merge --no-overwrite-ignore ${best}`,
+      `(or look at it first: git switch --no-overwrite-ignore --create try-${state.id} ${best})`
     ];
   }
   return [
@@ -32764,7 +32799,7 @@ function progressEstimate(o) {
 
 // src/io/git.ts
 import { lstat, readdir, realpath } from "node:fs/promises";
-import { isAbsolute as isAbsolute2, join, relative, resolve, sep as sep2 } from "node:path";
+import { isAbsolute as isAbsolute3, join as join2, relative, resolve, sep as sep2 } from "node:path";
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
     super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
@@ -32892,7 +32927,7 @@ async function gitRunsFromTree(repo) {
   const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
   const inTree = (path) => {
     const rel = relative(top, resolve(top, path));
-    return rel === "" || rel.startsWith("..") || isAbsolute2(rel) ? null : rel.split(sep2).join("/");
+    return rel === "" || rel.startsWith("..") || isAbsolute3(rel) ? null : rel.split(sep2).join("/");
   };
   const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
   const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
@@ -32904,10 +32939,10 @@ async function gitRunsFromTree(repo) {
     const parent = hooks.split("/").slice(0, -1).join("/");
     if (parent && !await tracked(`${hooks}/**`)) globs.push(`${parent}/**`);
   }
-  const hooksDir = join(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
+  const hooksDir = join2(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
   for (const name2 of await readdir(hooksDir).catch(() => [])) {
-    const target = await realpath(join(hooksDir, name2)).catch(() => null);
-    const path = target && (await lstat(join(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
+    const target = await realpath(join2(hooksDir, name2)).catch(() => null);
+    const path = target && (await lstat(join2(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
     if (path) globs.push(path);
   }
   for (const file2 of await settings("^include(if\\..*)?\\.path$")) {
@@ -33487,12 +33522,12 @@ function progressView(out, startedAt, now, env = process.env) {
 // src/local/reports.ts
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join as join3 } from "node:path";
+import { join as join4 } from "node:path";
 
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { basename as basename2, delimiter, dirname as dirname2, isAbsolute as isAbsolute3, join as join2 } from "node:path";
+import { basename as basename2, delimiter as delimiter2, dirname as dirname2, isAbsolute as isAbsolute4, join as join3 } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT = {
@@ -33519,7 +33554,8 @@ function forkflushVars(s) {
 import { execFile } from "node:child_process";
 import { lstat as lstat2, readdir as readdir2, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
-var exec2 = promisify(execFile);
+var execAsync = promisify(execFile);
+var exec2 = (file2, args) => execAsync(file2, args, { env: withAbsolutePath(process.env) });
 var NOTHING_CLEANED = {
   links: 0,
   names: 0,
@@ -33736,9 +33772,9 @@ function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
 }
 function episodeLogs(scratchDir) {
   return {
-    agent: join2(scratchDir, "agent.log"),
-    grader: join2(scratchDir, "grader.log"),
-    setup: join2(scratchDir, "setup.log")
+    agent: join3(scratchDir, "agent.log"),
+    grader: join3(scratchDir, "grader.log"),
+    setup: join3(scratchDir, "setup.log")
   };
 }
 async function withAccount(sandbox, use2) {
@@ -33760,7 +33796,7 @@ function agentConfinement(p, config2, env) {
       ...userFolders(config2.sandbox.read, p.private, env)
     ],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join2(p.box, "tmp"),
+    tmp: join3(p.box, "tmp"),
     network: false
   };
 }
@@ -33790,12 +33826,12 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir, ...fixed.pinned.map((f2) => join2(dir, f2))],
+    writable: [dir, ...fixed.pinned.map((f2) => join3(dir, f2))],
     readable: [
       ...p.objects,
       ...exposed,
       ...userFolders(config2.sandbox.read, p.private, env),
-      ...fixed.readOnly.map((f2) => join2(dir, f2))
+      ...fixed.readOnly.map((f2) => join3(dir, f2))
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
@@ -33828,16 +33864,16 @@ var ALWAYS_READABLE = ["/run/systemd/resolve"];
 function exposedInside(hidden, never2, env) {
   const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
   const neverReal = never2.map(realOrNull).filter((p) => p !== null);
-  const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
+  const dirs = [...(env.PATH ?? "").split(delimiter2), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
   const out = new Set(ALWAYS_READABLE);
   for (const d of dirs) {
-    const dir = d && isAbsolute3(d) ? realOrNull(d) : null;
+    const dir = d && isAbsolute4(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
     const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join3(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -33847,14 +33883,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name2 of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join2(dir, name2));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join3(dir, name2));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join2(dir, "etc"));
+    look(join3(dir, "etc"));
   }
   return out;
 }
@@ -33887,7 +33923,7 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join2(inside, "home"), TMPDIR: inside };
+  return { HOME: join3(inside, "home"), TMPDIR: inside };
 }
 function userFolders(paths, forkflushOwn, env) {
   const own3 = [...forkflushOwn, ...env.RUNNER_TEMP ? [env.RUNNER_TEMP] : []];
@@ -33903,7 +33939,7 @@ function userFolders(paths, forkflushOwn, env) {
   return paths.map(expandHome).filter((path) => !ownReal.includes(real2(path)) && !innermost.some((o) => isInside(real2(path), o)));
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join3(process.env.HOME || homedir(), path.slice(1)) : path;
 }
 
 // src/local/reports.ts
@@ -33924,7 +33960,7 @@ ${mapSection(map2, { image: "map.svg" })}` : ""}`
   return { report, chart };
 }
 async function readMap(dir) {
-  const text = await readFile(join3(dir, "map.json"), "utf8").catch(() => null);
+  const text = await readFile(join4(dir, "map.json"), "utf8").catch(() => null);
   if (text === null) return null;
   const map2 = parseMapRecord(text);
   return "problem" in map2 ? null : map2;
@@ -33933,7 +33969,7 @@ async function readMap(dir) {
 // src/agents/aider.ts
 import { isUtf8 as isUtf82 } from "node:buffer";
 import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
-import { dirname as dirname3, join as join4, resolve as resolve2 } from "node:path";
+import { dirname as dirname3, join as join5, resolve as resolve2 } from "node:path";
 
 // src/core/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -34085,7 +34121,7 @@ function believableFigures(o) {
 }
 
 // src/io/agent-reads.ts
-import { constants } from "node:fs";
+import { constants as constants2 } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 var CHUNK_BYTES = 8 * 1024 * 1024;
@@ -34150,7 +34186,7 @@ var GrowingFile = class {
   }
 };
 async function regular(path, none, read2) {
-  const h = await open2(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  const h = await open2(path, constants2.O_RDONLY | constants2.O_NOFOLLOW | constants2.O_NONBLOCK).catch(() => null);
   if (!h) return none;
   try {
     const s = await h.stat();
@@ -34264,20 +34300,20 @@ var aider = defineSpec({
     notProxied: "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it"
   },
   async resume(e, record2) {
-    const history = await readFrom(join4(e.contextDir, HISTORY_FILE), 0);
+    const history = await readFrom(join5(e.contextDir, HISTORY_FILE), 0);
     if (history.length === 0) return { unusable: `${HISTORY_FILE} is missing` };
     if (!isUtf82(history)) return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
     return { episodes: Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [] };
   },
   async start(e, saved) {
     const excluded = await excludeAiderFiles(e.workdir);
-    const history = join4(e.contextDir, HISTORY_FILE);
+    const history = join5(e.contextDir, HISTORY_FILE);
     const lines2 = [];
     const read2 = await followLog(e.logFile, (line) => lines2.push(line));
     return {
       args: [
         ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
-        ...["--input-history-file", join4(e.contextDir, "aider.input.history")],
+        ...["--input-history-file", join5(e.contextDir, "aider.input.history")],
         ...saved ? ["--restore-chat-history"] : [],
         ...["--no-gitignore", "--no-auto-commits", "--no-analytics", "--no-check-update", "--no-show-release-notes"],
         ...["--no-show-model-warnings", "--no-detect-urls", "--no-pretty", "--no-fancy-input"],
@@ -34445,7 +34481,7 @@ function aiderLog(text, out) {
 import { randomUUID } from "node:crypto";
 import { lstat as lstat3, mkdir as mkdir2, readdir as readdir3, realpath as realpath2, rename as rename2, rm } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join5 } from "node:path";
+import { join as join6 } from "node:path";
 
 // src/agents/transcript.ts
 function eachEvent(text, other, on2) {
@@ -34537,14 +34573,14 @@ var claudeCode = defineSpec({
     const text = (await readFrom(transcript, 0)).toString("utf8");
     const problem2 = transcriptProblem(text);
     if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
-    const from = join5(transcript, "..");
-    const to = join5(e.home, "projects", projectDirName(await realpath2(e.workdir)));
+    const from = join6(transcript, "..");
+    const to = join6(e.home, "projects", projectDirName(await realpath2(e.workdir)));
     if (from !== to && !await lstat3(to).catch(() => null)) await rename2(from, to);
     else if (from !== to)
       for (const name2 of [`${id}.jsonl`, id]) {
-        if (!await lstat3(join5(from, name2)).catch(() => null)) continue;
-        await rm(join5(to, name2), { recursive: true, force: true });
-        await rename2(join5(from, name2), join5(to, name2));
+        if (!await lstat3(join6(from, name2)).catch(() => null)) continue;
+        await rm(join6(to, name2), { recursive: true, force: true });
+        await rename2(join6(from, name2), join6(to, name2));
       }
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
@@ -34603,9 +34639,9 @@ var claudeCode = defineSpec({
   version: (log) => readStream(log).version
 });
 function claudeLogin(episodeHome) {
-  const home = process.env.CLAUDE_CONFIG_DIR || join5(homedir2(), ".claude");
+  const home = process.env.CLAUDE_CONFIG_DIR || join6(homedir2(), ".claude");
   const file2 = ".credentials.json";
-  return [{ from: join5(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join5(episodeHome, file2) }];
+  return [{ from: join6(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join6(episodeHome, file2) }];
 }
 function projectDirName(realCwd) {
   const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
@@ -34615,9 +34651,9 @@ function projectDirName(realCwd) {
   return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const dirs = await readdir3(join5(home, "projects")).catch(() => []);
+  const dirs = await readdir3(join6(home, "projects")).catch(() => []);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
-    const file2 = join5(home, "projects", dir, `${id}.jsonl`);
+    const file2 = join6(home, "projects", dir, `${id}.jsonl`);
     if ((await lstat3(file2).catch(() => null))?.isFile()) return file2;
   }
   return null;
@@ -34738,7 +34774,7 @@ function claudeEvent(out, e) {
 // src/agents/codex.ts
 import { mkdir as mkdir3, readdir as readdir4, rm as rm2, writeFile as writeFile2 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
-import { join as join6 } from "node:path";
+import { join as join7 } from "node:path";
 var rollout = () => ({
   threadId: null,
   model: null,
@@ -34790,7 +34826,7 @@ var codex = defineSpec({
   async start(e, saved) {
     if (saved) await pruneHome(e.home);
     await mkdir3(e.home, { recursive: true });
-    await writeFile2(join6(e.home, "config.toml"), configToml(e.env));
+    await writeFile2(join7(e.home, "config.toml"), configToml(e.env));
     const file2 = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
@@ -34862,8 +34898,8 @@ var codex = defineSpec({
 });
 var tally = (model, t) => t ? addUse({}, model, t) : {};
 function codexLogin(episodeHome) {
-  const home = process.env.CODEX_HOME || join6(homedir3(), ".codex");
-  return [{ from: join6(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join6(episodeHome, "auth.json") }];
+  const home = process.env.CODEX_HOME || join7(homedir3(), ".codex");
+  return [{ from: join7(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join7(episodeHome, "auth.json") }];
 }
 function configToml(env) {
   const lines2 = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
@@ -34884,12 +34920,12 @@ function configToml(env) {
 }
 async function pruneHome(home) {
   const derived2 = (await readdir4(home).catch(() => [])).filter((x) => x !== "sessions" && x !== "config.toml");
-  await Promise.all(derived2.map((x) => rm2(join6(home, x), { recursive: true, force: true })));
+  await Promise.all(derived2.map((x) => rm2(join7(home, x), { recursive: true, force: true })));
 }
 async function rolloutFiles(home) {
-  const entries = await readdir4(join6(home, "sessions"), { recursive: true }).catch(() => []);
+  const entries = await readdir4(join7(home, "sessions"), { recursive: true }).catch(() => []);
   const rollouts = entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x));
-  return rollouts.map((x) => join6(home, "sessions", x)).sort();
+  return rollouts.map((x) => join7(home, "sessions", x)).sort();
 }
 function rolloutThreadId(path) {
   const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
@@ -35033,7 +35069,7 @@ async function readUsage(file2) {
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir4, rm as rm3 } from "node:fs/promises";
-import { dirname as dirname4, join as join7 } from "node:path";
+import { dirname as dirname4, join as join8 } from "node:path";
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
@@ -35086,7 +35122,7 @@ var copilot = defineSpec({
     const id = saved?.sessionId ?? randomUUID2();
     const eventsFile = eventsPath(e.home, id);
     const offset = saved ? await sizeOf(eventsFile) : 0;
-    const usageOut = join7(dirname4(e.usageFile), "copilot-usage.json");
+    const usageOut = join8(dirname4(e.usageFile), "copilot-usage.json");
     await rm3(usageOut, { force: true });
     const capped = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd";
     const credits = capped ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
@@ -35102,7 +35138,7 @@ var copilot = defineSpec({
         ...["--allow-all-tools", "--no-ask-user", "--no-auto-update", "--output-format", "json"],
         ...["--usage-output-file", usageOut],
         // Its own logs go with the episode's other logs, not into the context carried onward.
-        ...["--log-dir", join7(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
+        ...["--log-dir", join8(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
         saved ? `--resume=${id}` : `--session-id=${id}`,
         ...e.agent.model ? ["--model", e.agent.model] : [],
         ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
@@ -35145,7 +35181,7 @@ var copilot = defineSpec({
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord(e.data) && e.data.content)
 });
-var eventsPath = (home, id) => join7(home, "session-state", id, "events.jsonl");
+var eventsPath = (home, id) => join8(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
   input: count(u.inputTokens),
   cached: count(u.cacheReadTokens),
@@ -35242,7 +35278,7 @@ import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readFile as readFile4, realpath as realpath3, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename3, dirname as dirname6, join as join9 } from "node:path";
+import { basename as basename3, dirname as dirname6, join as join10 } from "node:path";
 
 // src/io/logins.ts
 import { existsSync as existsSync2 } from "node:fs";
@@ -35276,18 +35312,18 @@ function anySet(names, env) {
 }
 
 // src/agents/gemini-session.ts
-import { readdir as readdir5, stat } from "node:fs/promises";
-import { join as join8 } from "node:path";
+import { readdir as readdir5, stat as stat2 } from "node:fs/promises";
+import { join as join9 } from "node:path";
 async function* chatFiles(tmp, end) {
   for (const slug of await readdir5(tmp).catch(() => [])) {
-    const chats = join8(tmp, slug, "chats");
+    const chats = join9(tmp, slug, "chats");
     for (const name2 of await readdir5(chats).catch(() => []))
-      if (name2.startsWith("session-") && name2.endsWith(end)) yield join8(chats, name2);
+      if (name2.startsWith("session-") && name2.endsWith(end)) yield join9(chats, name2);
   }
 }
 async function sessionFiles(dir, id) {
   const found = [];
-  for await (const path of chatFiles(join8(dir, "tmp"), `-${id.slice(0, 8)}.jsonl`)) {
+  for await (const path of chatFiles(join9(dir, "tmp"), `-${id.slice(0, 8)}.jsonl`)) {
     const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
     const record2 = text === null ? null : readSession(text);
     if (record2 && (record2.sessionId === id || record2.sessionId === null)) found.push({ path, record: record2 });
@@ -35338,8 +35374,8 @@ function tokenUse({ input: input2, tool, cached: cached2, output: output2, thoug
 }
 async function contextTurns(contextDir, since, out) {
   let newest = null;
-  for await (const path of chatFiles(join8(contextDir, "home", ".gemini", "tmp"), ".jsonl")) {
-    const mtime = (await stat(path).catch(() => null))?.mtimeMs ?? 0;
+  for await (const path of chatFiles(join9(contextDir, "home", ".gemini", "tmp"), ".jsonl")) {
+    const mtime = (await stat2(path).catch(() => null))?.mtimeMs ?? 0;
     if (!newest || mtime > newest.mtime) newest = { path, mtime };
   }
   const text = newest ? await readRegular(newest.path, 16 * 1024 * 1024) : null;
@@ -35407,21 +35443,21 @@ var gemini = defineSpec({
   },
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record2, id) {
-    const dir = join9(e.home, ".gemini");
+    const dir = join10(e.home, ".gemini");
     const files = await sessionFiles(dir, id);
     if (files.length === 0)
       return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
     const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
     if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
-    const chats = join9(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
+    const chats = join10(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
     for (const f2 of files) if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
-    if (dirname6(best.path) !== chats) await rename3(best.path, join9(chats, basename3(best.path)));
+    if (dirname6(best.path) !== chats) await rename3(best.path, join10(chats, basename3(best.path)));
     return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
-    const dir = join9(e.home, ".gemini");
+    const dir = join10(e.home, ".gemini");
     const id = saved?.sessionId ?? randomUUID3();
     await mkdir6(dir, { recursive: true });
     const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
@@ -35435,9 +35471,9 @@ var gemini = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       ide: { enabled: false }
     };
-    await writeFile4(join9(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile4(join10(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
-    await rm5(join9(dir, "projects.json.lock"), { recursive: true, force: true });
+    await rm5(join10(dir, "projects.json.lock"), { recursive: true, force: true });
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     return {
       args: [
@@ -35472,18 +35508,18 @@ var gemini = defineSpec({
   contextTranscript: contextTurns
 });
 function geminiLogin(episodeHome) {
-  const [from, to] = [join9(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join9(episodeHome, ".gemini")];
+  const [from, to] = [join10(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join10(episodeHome, ".gemini")];
   return [
-    { from: join9(from, "oauth_creds.json"), to: join9(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
-    { from: join9(from, "google_accounts.json"), to: join9(to, "google_accounts.json") }
+    { from: join10(from, "oauth_creds.json"), to: join10(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
+    { from: join10(from, "google_accounts.json"), to: join10(to, "google_accounts.json") }
   ];
 }
 async function projectSlug(dir, workdir) {
-  const registry2 = join9(dir, "projects.json");
+  const registry2 = join10(dir, "projects.json");
   const parsed = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
   const projects = isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {};
-  const bases = [join9(dir, "tmp"), join9(dir, "history")];
-  const owner = async (base, slug2) => (await readFile4(join9(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join10(dir, "tmp"), join10(dir, "history")];
+  const owner = async (base, slug2) => (await readFile4(join10(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -35493,9 +35529,9 @@ async function projectSlug(dir, workdir) {
   const folder = basename3(workdir).toLowerCase();
   const name2 = folder.match(/[a-z0-9]+/g)?.join("-") || "project";
   let slug = `ff-${name2}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join9(b, slug))); n++) slug = `ff-${name2}-${n}`;
-  await mkdir6(join9(dir, "tmp", slug), { recursive: true });
-  await writeFile4(join9(dir, "tmp", slug, ".project_root"), workdir);
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join10(b, slug))); n++) slug = `ff-${name2}-${n}`;
+  await mkdir6(join10(dir, "tmp", slug), { recursive: true });
+  await writeFile4(join10(dir, "tmp", slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registry2}.${randomUUID3()}.tmp`;
   await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
@@ -35571,7 +35607,7 @@ function geminiLog(text, out, other) {
 
 // src/agents/opencode.ts
 import { homedir as homedir5 } from "node:os";
-import { join as join10 } from "node:path";
+import { join as join11 } from "node:path";
 var DATA = "data";
 var opencode = defineSpec({
   kind: "opencode",
@@ -35643,7 +35679,7 @@ var opencode = defineSpec({
 });
 function opencodeEnv(e) {
   return {
-    XDG_DATA_HOME: join10(e.contextDir, DATA),
+    XDG_DATA_HOME: join11(e.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -35660,8 +35696,8 @@ function configContent(userConfig, maxTurns) {
   return { ...user, snapshot: false, autoupdate: false, share: "disabled", ...maxTurns ? { agent } : {} };
 }
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join10(homedir5(), ".local", "share");
-  return [{ from: join10(data, "opencode", "auth.json"), to: join10(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join11(homedir5(), ".local", "share");
+  return [{ from: join11(data, "opencode", "auth.json"), to: join11(contextDir, DATA, "opencode", "auth.json") }];
 }
 function parseConfig2(text) {
   try {
@@ -35751,7 +35787,7 @@ function inlineProviders(env, placeholder2) {
 // src/agents/qwen-code.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir6, realpath as realpath4, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
-import { join as join11 } from "node:path";
+import { join as join12 } from "node:path";
 var tokensOf2 = (u) => ({
   input: count(u.input_tokens),
   cached: count(u.cache_read_input_tokens),
@@ -35787,14 +35823,14 @@ var qwenCode = defineSpec({
   },
   session: { id: UUID },
   async resume(e, record2, id) {
-    const projects = join11(e.home, "projects");
+    const projects = join12(e.home, "projects");
     const cwd = await realpath4(e.workdir);
-    const to = join11(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
+    const to = join12(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
     for (const dir of await readdir6(projects).catch(() => [])) {
-      const file2 = join11(projects, dir, "chats", `${id}.jsonl`);
+      const file2 = join12(projects, dir, "chats", `${id}.jsonl`);
       if (await sizeOf(file2) === 0) continue;
       await mkdir7(to, { recursive: true });
-      if (join11(to, `${id}.jsonl`) !== file2) await rename4(file2, join11(to, `${id}.jsonl`));
+      if (join12(to, `${id}.jsonl`) !== file2) await rename4(file2, join12(to, `${id}.jsonl`));
       const status = {
         schema_version: 1,
         pid: 0,
@@ -35804,7 +35840,7 @@ var qwenCode = defineSpec({
         started_at: Date.now(),
         qwen_version: null
       };
-      await writeFile5(join11(to, `${id}.runtime.json`), JSON.stringify(status));
+      await writeFile5(join12(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2.totals) ? record2.totals : null;
       return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
     }
@@ -35819,7 +35855,7 @@ var qwenCode = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       telemetry: { enabled: false }
     };
-    await writeFile5(join11(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile5(join12(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
     const auth = Object.entries(AUTH_TYPES).find(([key2]) => e.env[key2])?.[1];
     const tally2 = {};
@@ -35871,7 +35907,7 @@ var qwenCode = defineSpec({
 
 // src/agents/runner.ts
 import { mkdir as mkdir8, readdir as readdir7, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { join as join13 } from "node:path";
 var RECORD_FILE = "session.json";
 function adapterOf(spec, agent) {
   const missingLogin = (env) => loginMissing(spec, env, agent);
@@ -35901,10 +35937,10 @@ async function openContext(contextDir, agent, resume) {
 }
 var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
 async function clear(dir) {
-  for (const e of await readdir7(dir)) await rm6(join12(dir, e), { recursive: true, force: true });
+  for (const e of await readdir7(dir)) await rm6(join13(dir, e), { recursive: true, force: true });
 }
 async function readRecord2(contextDir, kind) {
-  const text = await readRegular(join12(contextDir, RECORD_FILE));
+  const text = await readRegular(join13(contextDir, RECORD_FILE));
   if (text === null) return { unusable: `${RECORD_FILE} is missing` };
   let v;
   try {
@@ -35920,7 +35956,7 @@ async function readRecord2(contextDir, kind) {
 async function runSession(spec, agent, s) {
   const started = performance.now();
   const executable = agent.command ?? spec.cli?.executable ?? "";
-  const e = { ...s, agent, executable, home: join12(s.contextDir, "home") };
+  const e = { ...s, agent, executable, home: join13(s.contextDir, "home") };
   const notes = [];
   let saved = null;
   const resume = spec.resume;
@@ -35979,7 +36015,7 @@ async function runSession(spec, agent, s) {
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
-  await writeFile6(join12(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
+  await writeFile6(join13(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
 `);
 }
 async function attempt(spec, e, saved, timeoutMs) {
@@ -36605,7 +36641,7 @@ import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as r
 
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile7 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
 'use strict';
 const net = require('node:net');
@@ -36650,7 +36686,7 @@ function run() {
 }
 `;
 async function writeForwarder(dir) {
-  const script = join13(dir, "forwarder.cjs");
+  const script = join14(dir, "forwarder.cjs");
   await writeFile7(script, SOURCE);
   await chmod(script, 420);
   return script;
@@ -36670,7 +36706,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-mask.ts
@@ -36911,7 +36947,7 @@ async function startEgressProxy(o) {
       server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
       server.on("connection", (s) => out.track(s));
       server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
+      listeners[name2] = await listen(server, o.socketDir ? join15(o.socketDir, `${name2}.sock`) : null);
     }
   } catch (e) {
     await close();
@@ -37361,7 +37397,7 @@ function withoutCredentials(value) {
 import { randomBytes as randomBytes2 } from "node:crypto";
 import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm10, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer as createServer2 } from "node:http";
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
@@ -37620,7 +37656,7 @@ ${withoutJudgeOnly(args.config)}` : "";
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
-  const socket = join15(socketDir, "grade.sock");
+  const socket = join16(socketDir, "grade.sock");
   await new Promise((resolve10, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve10);
@@ -37629,8 +37665,8 @@ async function listenInTmp(server) {
   return { socketDir, socket };
 }
 async function writeClient(box, socket, secret) {
-  const client = join15(box, "grade-client.mjs");
-  const command2 = join15(box, "grade");
+  const client = join16(box, "grade-client.mjs");
+  const command2 = join16(box, "grade");
   await writeFile8(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -37674,31 +37710,6 @@ function withoutJudgeOnly(config2) {
 // src/worker/hidden-paths.ts
 import { stat as stat3 } from "node:fs/promises";
 import { dirname as dirname7, isAbsolute as isAbsolute5, relative as relative2, resolve as resolve3 } from "node:path";
-
-// src/io/executables.ts
-import { constants as constants2 } from "node:fs";
-import { access, stat as stat2 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute4, join as join16 } from "node:path";
-async function isExecutable(file2) {
-  const s = await stat2(file2).catch(() => null);
-  if (!s?.isFile()) return false;
-  return access(file2, constants2.X_OK).then(
-    () => true,
-    () => false
-  );
-}
-async function findExecutable(name2, path) {
-  if (isAbsolute4(name2)) return await isExecutable(name2) ? name2 : null;
-  if (name2.includes("/") || name2 === "") return null;
-  for (const dir of path.split(delimiter2)) {
-    if (!isAbsolute4(dir)) continue;
-    const file2 = join16(dir, name2);
-    if (await isExecutable(file2)) return file2;
-  }
-  return null;
-}
-
-// src/worker/hidden-paths.ts
 async function hiddenPathFailure(missing, text, c) {
   for (const name2 of missing) {
     const outside = await whereOutside(name2, c);
@@ -38029,13 +38040,15 @@ ${text}`).digest("hex");
 // src/worker/snapshot.ts
 import { lstat as lstat6, mkdir as mkdir11, rm as rm12, writeFile as writeFile11 } from "node:fs/promises";
 var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
+var NEVER_RECORDED = `${RUNTIME_CACHES}/${RUNS_FOLDER}
+`;
 var ignoreFileOf = (index) => `${index}.exclude`;
 async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own3.asIs();
   const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
   const ignoreFile = excludes ?? ignoreFileOf(index);
-  if (!excludes) await writeFile11(ignoreFile, RUNTIME_CACHES);
+  if (!excludes) await writeFile11(ignoreFile, NEVER_RECORDED);
   const ignore = ["-c", `core.excludesFile=${ignoreFile}`];
   await refuseOversized(own3, workspace, index, ignore);
   const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
@@ -38101,7 +38114,7 @@ async function refuseLongListing(own3, tree) {
 }
 async function unrecordable({ own: own3, index }, dir) {
   const ignoreFile = ignoreFileOf(index);
-  await writeFile11(ignoreFile, RUNTIME_CACHES);
+  await writeFile11(ignoreFile, NEVER_RECORDED);
   return refuseOversized(own3, dir, index, ["-c", `core.excludesFile=${ignoreFile}`]).then(
     () => null,
     (e) => e.message
@@ -38325,7 +38338,7 @@ async function prepareWorkspace(o) {
   const excludes = join20(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile12(excludes, `${patterns}${RUNTIME_CACHES}`);
+    await writeFile12(excludes, `${patterns}${NEVER_RECORDED}`);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
     await appendFile3(logFile, `(setup ${how}: ${made})
 `);
@@ -39560,7 +39573,7 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join26(taskDir, ".forkflush");
+    return join26(taskDir, RUNS_FOLDER);
   }
   static forRun(taskDir, id) {
     return new _RunStore(join26(_RunStore.runsDir(taskDir), id));
@@ -40365,7 +40378,7 @@ function mountOf(mountinfo, path) {
 // src/local/task-copy.ts
 import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir14, writeFile as writeFile16 } from "node:fs/promises";
 import { dirname as dirname13, join as join30 } from "node:path";
-var NEVER_COPIED = /* @__PURE__ */ new Set([".forkflush", ".git", "node_modules"]);
+var NEVER_COPIED = /* @__PURE__ */ new Set([RUNS_FOLDER, ".git", "node_modules"]);
 async function copyTask(taskDir, repo, warnings) {
   const left = await copyTaskFiles(taskDir, repo);
   if (left.length > 0)
@@ -40685,10 +40698,10 @@ async function excludeRunFolders(top) {
   if (r.exitCode !== 0) return;
   const file2 = resolve8(top, r.stdout.trim());
   const text = await readFile11(file2, "utf8").catch(() => "");
-  if (text.split("\n").includes(".forkflush/")) return;
+  if (text.split("\n").includes(`${RUNS_FOLDER}/`)) return;
   await mkdir20(join31(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
-.forkflush/
+${RUNS_FOLDER}/
 `);
 }
 
@@ -43107,7 +43120,7 @@ async function resumeCommand(dir, p, io) {
       const ref = `refs/heads/${bestBranch(open4.state.id)}`;
       io.stderr.write(
         `forkflush: the best branch ${bestBranch(open4.state.id)} cannot be set to the best workspace, ${best.commit} (${broken.message.split("\n").find((l) => l.startsWith("fatal:")) ?? broken.message.split("\n")[0]}).
-Take it home by its commit (git merge ${best.commit}), or remove the broken ref's file (rm "$(git rev-parse --git-path ${ref})") and resume again to restore the branch.
+Take it home by its commit (git merge --no-overwrite-ignore ${best.commit}), or remove the broken ref's file (rm "$(git rev-parse --git-path ${ref})") and resume again to restore the branch.
 `
       );
       return 1;
