@@ -256,7 +256,13 @@ export function parseCommandLine(argv: string[]): Parsed {
   }
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
+    parsed = parseArgs({
+      args: joinNegativeValues(argv, options),
+      allowPositionals: true,
+      strict: true,
+      options,
+      tokens: true,
+    });
   } catch (e) {
     const message = (e as Error).message.split('\n')[0] ?? '';
     const flag = /'(-[^']+)'/.exec(message)?.[1];
@@ -278,6 +284,16 @@ export function parseCommandLine(argv: string[]): Parsed {
     throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values as Parsed['values'] & { version?: boolean };
+  // A flag given twice with two values (an edited command line, a script's default and the user's):
+  // node's parser keeps the last without a word, so a run could spend the budget the user replaced.
+  const given = new Map<string, string>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== 'option' || options[t.name]?.type !== 'string' || options[t.name]?.multiple) continue;
+    const before = given.get(t.name);
+    if (before !== undefined && before !== t.value)
+      throw new UserError(`--${t.name} is given twice (${before} and ${t.value}): give it once`);
+    given.set(t.name, t.value ?? '');
+  }
   // An empty value (`--config ''`, a variable that was not set) is a mistake, never the default.
   for (const [name, v] of Object.entries(values))
     if (v === '' || (Array.isArray(v) && v.includes('')))

@@ -57,6 +57,8 @@ describe('forkflush CLI', () => {
     [['run', '.', '--budget'], '--budget needs a value: --budget N (see forkflush help run)'],
     [['run', '.', '--config', ''], '--config is empty: give it a value (--config FILE), or leave it out'],
     [['run', '/no/such/folder'], '/no/such/folder is not a folder'],
+    // Before: the last of the two was taken without a word.
+    [['run', '.', '--budget', '10', '--budget=20'], '--budget is given twice (10 and 20): give it once'],
   ])('rejects %j with a clear message', async (argv, message) => {
     const r = await cli(...argv);
     expect(r.code).toBe(2);
