@@ -111,7 +111,9 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
   // One comment is one command, whatever delivers it: its answer is written once.
   const key = commentKey(comment.id);
   if ('error' in parsed) {
-    await ctx.api.issues.commentOnce(issue.number, key, parsed.error);
+    // The app reads a comment once, when it is written (an edit could replay an old command).
+    const again = 'Write the command again in a new comment: an edited comment is not read.';
+    await ctx.api.issues.commentOnce(issue.number, key, `${parsed.error}. ${again}`);
     await ctx.api.issues.react(comment.id, '-1');
     return;
   }

@@ -563,7 +563,9 @@ describe('comment commands', () => {
     expect(h.gh.comments).toEqual([]);
     await h.comment(7, '/autoresearch launch');
     expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
-      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`, `/autoresearch map`',
+      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`, `/autoresearch map`. ' +
+        // The app does not read edits: a user who mends the comment in place must be told.
+        'Write the command again in a new comment: an edited comment is not read.',
     );
     await h.comment(7, '/autoresearch status');
     expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
