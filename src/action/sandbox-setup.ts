@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { SANDBOX_SETUP_TIMEOUT_MS } from '../core/bounds.js';
-import { withAbsolutePath } from '../io/executables.js';
+import { withoutRelativePaths } from '../io/executables.js';
 import { probeSandbox, reprobeSandbox, type SandboxMode, writeFd3 } from '../io/sandbox.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 
@@ -83,7 +83,7 @@ function realMachine(): Machine {
     run: (file, args, fd3) =>
       new Promise((resolve) => {
         const child = spawn(file, args, {
-          env: withAbsolutePath(process.env),
+          env: withoutRelativePaths(process.env),
           stdio: ['ignore', 'ignore', 'ignore', ...(fd3 ? ['pipe' as const] : [])],
           timeout: SANDBOX_SETUP_TIMEOUT_MS,
         });

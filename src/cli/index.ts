@@ -30,6 +30,11 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+// Under root each sandbox is an account of its own, which reads what forkflush makes for it (the
+// round's objects, forkflush's own git's) as "others" do: a hardened shell's umask (027, 077) left
+// the agents' git unable to read a commit. Private places are private by their own modes (0700).
+if (process.getuid?.() === 0) process.umask(process.umask(0o022) & 0o022);
+
 main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,

@@ -24,11 +24,11 @@ import {
   GIT_TIMEOUT_MS,
   NOTE_NAMED_TRAPS_MAX,
 } from '../core/bounds.js';
-import { withAbsolutePath } from './executables.js';
+import { withoutRelativePaths } from './executables.js';
 import { runProcess } from './process.js';
 
 const execAsync = promisify(execFile);
-const exec = (file: string, args: string[]) => execAsync(file, args, { env: withAbsolutePath(process.env) });
+const exec = (file: string, args: string[]) => execAsync(file, args, { env: withoutRelativePaths(process.env) });
 
 export interface Cleaned {
   /** Symbolic links and special files. */

@@ -44,9 +44,36 @@ export function absolutePath(path: string): string {
   return kept.length > 0 ? kept.join(delimiter) : SYSTEM_PATH;
 }
 
-/** The environment with PATH's absolute folders only (absolutePath): what every program forkflush starts gets. */
-export function withAbsolutePath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  if (env.PATH === undefined) return env;
-  const path = absolutePath(env.PATH);
-  return path === env.PATH ? env : { ...env, PATH: path };
+/**
+ * The dynamic loader's lists, split as ld.so splits them: an empty or relative entry is the
+ * working directory again (`LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64` with it unset
+ * starts with one), where an agent's `libselinux.so.1` would be loaded by forkflush's own find.
+ * A bare library name in LD_PRELOAD is looked for in the loader's folders, so it stays.
+ */
+const LOADER_LISTS: Record<string, { split: RegExp; keep: (entry: string) => boolean }> = {
+  LD_LIBRARY_PATH: { split: /[:;]/, keep: isAbsolute },
+  LD_PRELOAD: { split: /[:\s]/, keep: (e) => isAbsolute(e) || !e.includes('/') },
+  LD_AUDIT: { split: /:/, keep: (e) => isAbsolute(e) || !e.includes('/') },
+};
+
+/**
+ * The environment every program forkflush starts gets: PATH's absolute folders only
+ * (absolutePath), and the loader's lists without an entry that names the working directory.
+ */
+export function withoutRelativePaths(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  let out = env;
+  const set = (name: string, value: string | undefined) => {
+    if (value === env[name]) return;
+    if (out === env) out = { ...env };
+    if (value === undefined) delete out[name];
+    else out[name] = value;
+  };
+  if (env.PATH !== undefined) set('PATH', absolutePath(env.PATH));
+  for (const [name, list] of Object.entries(LOADER_LISTS)) {
+    const value = env[name];
+    if (value === undefined) continue;
+    const kept = value.split(list.split).filter((e) => e !== '' && list.keep(e));
+    set(name, kept.length === value.split(list.split).length ? value : kept.join(':') || undefined);
+  }
+  return out;
 }

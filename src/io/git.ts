@@ -99,9 +99,11 @@ export interface GitOptions {
  * but for the config it passes on, which is the user's as ~/.gitconfig is: a `safe.directory`
  * given that way must hold): forkflush names its repositories itself, so a caller's (an alias or
  * hook in a linked worktree, a shell that exports GIT_DIR for its dotfiles) never reaches its git.
+ * And how git reads a pathspec: with GIT_LITERAL_PATHSPECS=1 forkflush's `:(glob)` protected paths
+ * matched nothing, and the grader the agent rewrote was committed and run by the judge.
  */
 const REPOSITORY_ENV =
-  /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+  /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE|(LITERAL|GLOB|NOGLOB|ICASE)_PATHSPECS)$/;
 
 function withoutRepositoryEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => !REPOSITORY_ENV.test(name)));

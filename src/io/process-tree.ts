@@ -3,7 +3,7 @@
 // signals that stop a group or remembered processes. io/process.ts stops commands with these.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { withAbsolutePath } from './executables.js';
+import { withoutRelativePaths } from './executables.js';
 
 export function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
@@ -101,7 +101,7 @@ function processLinks(): ProcessLink[] {
     try {
       const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid='], {
         encoding: 'utf8',
-        env: withAbsolutePath(process.env),
+        env: withoutRelativePaths(process.env),
       });
       for (const line of out.split('\n')) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);

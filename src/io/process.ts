@@ -17,7 +17,7 @@ import {
   STOP_GRACE_MS,
   TIMER_MAX_MS,
 } from '../core/bounds.js';
-import { withAbsolutePath } from './executables.js';
+import { withoutRelativePaths } from './executables.js';
 import { keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, startTime, stillRuns } from './process-tree.js';
@@ -246,7 +246,7 @@ type Ended = { exitCode: number | null; signal: NodeJS.Signals | null };
 function startChild(file: string, args: string[], options: RunOptions, confined: Wrapped | undefined): Child {
   const child = spawn(confined?.file ?? file, confined?.args ?? args, {
     cwd: options.cwd,
-    env: withAbsolutePath(options.env ?? process.env),
+    env: withoutRelativePaths(options.env ?? process.env),
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
   }) as Child;

@@ -11,7 +11,7 @@ import { release } from 'node:os';
 import { dirname, sep } from 'node:path';
 import type { Writable } from 'node:stream';
 import { countsPerNamespace, machineProcesses, processLimit, rangeConflict, readIdFiles, UidPool } from './accounts.js';
-import { withAbsolutePath } from './executables.js';
+import { withoutRelativePaths } from './executables.js';
 import { type FilterProfile, seccompFilter } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
@@ -426,7 +426,7 @@ export function prefixOf(dir: string): string {
 function exec(file: string, args: string[], fd3?: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(file, args, {
-      env: withAbsolutePath(process.env),
+      env: withoutRelativePaths(process.env),
       timeout: 10_000,
       killSignal: 'SIGKILL',
       stdio: ['ignore', 'pipe', 'pipe', ...(fd3 ? ['pipe' as const] : [])],

@@ -2,7 +2,7 @@
 // last commit), can the agent's program be found, can its CLI log in, and does the sandbox show
 // the agent, the grader and setup what their commands need (sandbox-view.ts)? Each problem is
 // said with what to do, and stops the run (exit 2), a dry run too.
-import { realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import { fileItRuns, namedPaths } from '../core/commands.js';
@@ -83,6 +83,8 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   const absent = async (paths: string[]) =>
     (await Promise.all(paths.map(async (x) => ((await stat(expandHome(x)).catch(() => null)) ? [] : [x])))).flat();
   if (p.sandbox) problems.push(...(await showsPrivate(p.config, p.sandbox.private)));
+  const unreadable = p.sandbox && !p.scratch && process.getuid?.() === 0 ? await objectsUnreadable(p.repo) : null;
+  if (unreadable) notes.push(unreadable);
   const unbindable = await absent(p.config.sandbox.write);
   for (const x of unbindable)
     problems.push(
@@ -105,6 +107,29 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+
+/**
+ * Under root each sandbox is an account of its own, which reads the repository's git objects as
+ * "others" do: a clone made under a hardened umask (027) keeps them from every agent's git.
+ */
+async function objectsUnreadable(repo: string): Promise<string | null> {
+  const r = await new Git(repo).exec(['rev-parse', '--git-path', 'objects'], { check: false });
+  if (r.exitCode !== 0) return null;
+  const objects = resolve(repo, r.stdout.trim());
+  const packs = await readdir(join(objects, 'pack')).catch(() => [] as string[]);
+  const paths = [objects, join(objects, 'pack'), ...packs.map((f) => join(objects, 'pack', f))];
+  for (const path of paths) {
+    const s = await stat(path).catch(() => null);
+    const needs = s?.isDirectory() ? 0o005 : 0o004;
+    if (s && (s.mode & needs) !== needs)
+      return (
+        `the sandbox's accounts cannot read the repository's git objects (${path} is ${(s.mode & 0o777).toString(8)}: ` +
+        `a umask like 027 made it), so the agents' git in their workspaces fails (git log, git diff): ` +
+        `let them read it (chmod -R o+rX ${objects}), or run forkflush as a user other than root`
+      );
+  }
+  return null;
 }
 
 /**

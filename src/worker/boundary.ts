@@ -3,7 +3,7 @@
 // index, the run's records, the keys, every forge credential. The inside sees the machine
 // read-only, minus the places below, and writes only its workspace, its context and its box.
 import { readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
 import { CONTRACT_VARS } from '../agents/agent.js';
 import { PINNED_PROTECTED_MAX_FILES } from '../core/bounds.js';
@@ -289,6 +289,9 @@ type SetupPlaces = Parameters<typeof graderConfinement> extends [...infer Places
 function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
   const places = [
     env.HOME || homedir(),
+    // The account's own home (its passwd entry), where ssh and gpg look whatever HOME says: a
+    // script's `HOME=$(mktemp -d)`, `sudo -u` keeping the caller's HOME, a container's HOME=/.
+    accountHome(),
     '/run/user',
     '/run/dbus',
     '/run/systemd',
@@ -302,6 +305,15 @@ function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
   const runner = runnerInstallation();
   if (runner) places.push(runner);
   return places.filter((p) => p && p !== '/');
+}
+
+function accountHome(): string {
+  try {
+    return userInfo().homedir;
+  } catch {
+    // No passwd entry for this uid (a container's): HOME is all there is.
+    return '';
+  }
 }
 
 /** Visible whatever is hidden around them: the DNS resolver's files (/etc/resolv.conf points there). */
