@@ -251,6 +251,24 @@ describeSandboxed("forkflush's umask", () => {
     },
     90_000,
   );
+
+  // A repository cloned under that umask keeps its objects from the sandbox's accounts whatever
+  // forkflush's own umask is: the pre-flight says so, and how to mend it, before anything runs.
+  it.skipIf(!isRoot)(
+    "a repository whose objects the sandbox's accounts cannot read is named before the run",
+    async () => {
+      const repo = makeAttackRepo({ agent: 'echo 5 > value.txt', grader: CAT_GRADER });
+      execFileSync('chmod', ['-R', 'o-rwx', join(repo.dir, '.git', 'objects')]);
+      const r = await runCli(['run', repo.dir, '--dry-run'], {
+        cwd: repo.dir,
+        deadlineMs: 60_000,
+        env: envFor(homeWith()),
+      });
+      expect(r.out).toContain("the sandbox's accounts cannot read the repository's git objects");
+      expect(r.out).toContain(`chmod -R o+rX ${join(repo.dir, '.git', 'objects')}`);
+    },
+    90_000,
+  );
 });
 
 describe("HOME that is not the account's home folder, as the sandbox is planned", () => {
