@@ -10,7 +10,7 @@ import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
 import { outageStop, retryStopped } from '../core/stop.js';
-import { textTable } from '../core/text.js';
+import { shownName, textTable } from '../core/text.js';
 import { Git, gitRunsFromTree } from '../io/git.js';
 import { progressView, type RunEvent } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
@@ -142,7 +142,7 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
   const automation = home.length > 0 ? await automationChanged(open.info.repo, state) : [];
   if (automation.length > 0)
     io.stderr.write(
-      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(', ')}` +
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).map(shownName).join(', ')}` +
         `${automation.length > 20 ? ` and ${automation.length - 20} more` : ''}; the agent wrote them: read them before you merge\n`,
     );
   for (const warning of endWarnings(state)) io.stderr.write(`forkflush: warning: ${warning}\n`);

@@ -41,7 +41,7 @@ export function mapComment(m: MapRecord, o: { image: string; run: string; commit
   const where = `\`${mapRef(o.run)}\` at \`${o.commit.slice(0, 10)}\``;
   const spent = `the judge spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`;
   const body = [
-    mapSection(m, { image: o.image }).replace('by `forkflush map`', 'by `/autoresearch map`'),
+    mapSection(m, { image: o.image, quote: inertCodeSpan }).replace('by `forkflush map`', 'by `/autoresearch map`'),
     `map.json, map.svg and the judge's answers are on ${where}; ${spent}${o.jobUrl ? ` ([its job](${o.jobUrl}))` : ''}.`,
   ];
   return clip(body.join('\n'), BODY_MAX_CHARS);

@@ -73,7 +73,8 @@ function globRegExp(pattern: string): RegExp {
       re += c.replace(/[.+^${}()|\\]/g, '\\$&');
     }
   }
-  const compiled = new RegExp(`^${re}$`);
+  // `s`: `**` matches any character as git's does, a carriage return or a newline in a name too.
+  const compiled = new RegExp(`^${re}$`, 's');
   cache.set(pattern, compiled);
   return compiled;
 }
@@ -88,9 +89,19 @@ export const AUTOMATION = [
   ...['.circleci/**', '.travis.yml', 'azure-pipelines.yml', 'bitbucket-pipelines.yml', '.buildkite/**', 'Jenkinsfile'],
   ...['.drone.yml', '.woodpecker.yml', '.woodpecker/**'],
   // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
-  ...['.husky/**', '.githooks/**', '.pre-commit-config.yaml', 'lefthook.yml', 'lefthook.yaml', '.lefthook.yml'],
-  // What an editor or a shell runs on opening the folder.
-  ...['.envrc', '.vscode/tasks.json', '.devcontainer/**'],
+  ...[
+    '.husky/**',
+    '.githooks/**',
+    '.pre-commit-config.yaml',
+    ...['lefthook', '.lefthook', 'lefthook-local', '.lefthook-local'].flatMap((n) => [`${n}.yml`, `${n}.yaml`]),
+  ],
+  // What an editor or a shell runs on opening the folder (VS Code's settings name programs its
+  // extensions run, and can let its agent run commands unasked).
+  ...['.envrc', '.vscode/**', '.devcontainer/**', '.devcontainer.json'],
+  // Coding agents' project settings: hooks and MCP servers that run when one starts in the folder.
+  ...['.claude/**', '.mcp.json', '.gemini/**', '.cursor/**', '.qwen/**', 'opencode.json', 'opencode.jsonc'],
+  // Package managers' settings that name programs they run (script-shell, yarnPath, pnpm's hooks).
+  ...['.npmrc', '.yarnrc', '.yarnrc.yml', '.pnpmfile.cjs'],
   ...['.gitmodules', '**/.gitattributes'],
 ];
 

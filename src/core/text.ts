@@ -224,6 +224,24 @@ export function failureLine(output: string, max = FAILURE_QUOTE_MAX_CHARS): stri
   return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? '').slice(0, max);
 }
 
+/**
+ * A file name the agent chose, shown in a terminal: as it is, or, when it holds control or
+ * bidirectional characters (an escape sequence, a carriage return), quoted with each as `\uXXXX`
+ * (seen, never acted on).
+ */
+export function shownName(name: string): string {
+  let odd = false;
+  const shown = [...name]
+    .map((ch) => {
+      const c = ch.charCodeAt(0);
+      if (!(c < 0x20 || (c >= 0x7f && c <= 0x9f) || BIDI.has(c))) return ch;
+      odd = true;
+      return `\\u${c.toString(16).padStart(4, '0')}`;
+    })
+    .join('');
+  return odd ? `"${shown}"` : name;
+}
+
 /** A word for a POSIX shell: as it is when it is safe, else single-quoted. */
 export function shellQuote(s: string): string {
   return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;

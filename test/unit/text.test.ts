@@ -1,7 +1,15 @@
 // failureLine: the line of a failed program's output that says why it failed; agent text made
 // safe for a terminal (plainText) and for GitHub (inertOnGitHub, markdownTable, cutText); formatNumber, the figures of tables and messages.
 import { describe, expect, it } from 'vitest';
-import { cutText, failureLine, formatNumber, inertOnGitHub, markdownTable, plainText } from '../../src/core/text.js';
+import {
+  cutText,
+  failureLine,
+  formatNumber,
+  inertOnGitHub,
+  markdownTable,
+  plainText,
+  shownName,
+} from '../../src/core/text.js';
 
 /** The word joiner inertOnGitHub puts in, shown. */
 const WJ = '\u2060';
@@ -81,6 +89,15 @@ describe('plainText', () => {
 
   it('keeps the word joiner that makes text inert on GitHub', () => {
     expect(plainText(inertOnGitHub('fixes #1'))).toBe(inertOnGitHub('fixes #1'));
+  });
+});
+
+describe('shownName', () => {
+  it('shows a plain name as it is, and one with control or bidi characters quoted, each as \\uXXXX', () => {
+    expect(shownName('.githooks/pre-commit')).toBe('.githooks/pre-commit');
+    expect(shownName('é/名前 x')).toBe('é/名前 x');
+    expect(shownName('.githooks/pre-commit\x1b[1A\r')).toBe('".githooks/pre-commit\\u001b[1A\\u000d"');
+    expect(shownName('a\u202eb\x9b')).toBe('"a\\u202eb\\u009b"');
   });
 });
 

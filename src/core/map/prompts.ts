@@ -5,6 +5,7 @@
 // stdout (README, "Idea maps"); an agent CLI in its final message, which its spec finds in its
 // output (agents/specs.ts finalMessage).
 // Pure: the same snapshot and specs always give the same prompts.
+import { plainText } from '../text.js';
 
 /** Bumped when a prompt changes what it asks: cached specs and judgments are kept per version. */
 export const MAP_PROMPT_VERSION = 1;
@@ -101,7 +102,9 @@ export function readTripletAnswer(text: string, strict: boolean): { answer: 'a' 
     const m = /^(?:(?:final\s+)?answer\s*[:=-]?|solution|option)?[\s*_`"'([{]*([ab])$/i.exec(bare);
     if (m?.[1]) return { answer: m[1].toLowerCase() as 'a' | 'b' };
   }
-  const shown = last === '' ? 'nothing' : `"${last.length > 80 ? `${last.slice(0, 80)}…` : last}"`;
+  // The judge's words, shown in a terminal and a report: plain (no escape sequences).
+  const plain = plainText(last);
+  const shown = last === '' ? 'nothing' : `"${plain.length > 80 ? `${plain.slice(0, 80)}…` : plain}"`;
   return {
     problem: `the judge's ${strict ? 'last stdout line' : 'final message'} was ${shown}, not "a" or "b"`,
   };

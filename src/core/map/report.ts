@@ -3,7 +3,7 @@
 // the median single-run step, held-out agreement beside the paper's). Pure.
 
 import { PAPER_MAP } from '../method.js';
-import { formatNumber, markdownTable } from '../text.js';
+import { codeSpan, formatNumber, markdownTable, plainText } from '../text.js';
 import type { MapRecord } from './record.js';
 import { median } from './record.js';
 
@@ -42,7 +42,7 @@ export function mapText(m: MapRecord): string[] {
       `${plural(c.triplet.made + c.triplet.cached, 'judgment')} (${formatNumber(c.triplet.cached)} cached)` +
       `${failed > 0 ? `, ${formatNumber(failed)} failed and left out` : ''}; ` +
       `spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`,
-    ...(m.failed.errors.length > 0 ? [`first failure: ${m.failed.errors[0]}`] : []),
+    ...(m.failed.errors.length > 0 ? [`first failure: ${plainText(m.failed.errors[0] ?? '')}`] : []),
   ];
 }
 
@@ -70,7 +70,9 @@ export function jumpLines(m: MapRecord): string[] {
 }
 
 /** The section of report.md: the picture, the agreement, basins per run, the forks' jumps. */
-export function mapSection(m: MapRecord, o: { image?: string } = {}): string {
+export function mapSection(m: MapRecord, o: { image?: string; quote?: (text: string) => string } = {}): string {
+  // A judge's failure quotes its answer, which the agents' files can dictate: shown as code.
+  const quote = o.quote ?? ((t: string) => codeSpan(plainText(t)));
   const out = ['## Idea map', ''];
   if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, '');
   out.push(
@@ -113,7 +115,7 @@ export function mapSection(m: MapRecord, o: { image?: string } = {}): string {
   if (failed > 0)
     out.push(
       `**${plural(failed, 'judge call')} failed** after a retry and ${failed === 1 ? 'was' : 'were'} left out ` +
-        `(${plural(m.failed.specs.length, 'spec')}, ${plural(m.failed.judgments, 'judgment')}); first: ${m.failed.errors[0] ?? '-'}`,
+        `(${plural(m.failed.specs.length, 'spec')}, ${plural(m.failed.judgments, 'judgment')}); first: ${quote(m.failed.errors[0] ?? '-')}`,
       '',
     );
   out.push(
