@@ -51051,7 +51051,7 @@ function globRegExp(pattern) {
       re += c.replace(/[.+^${}()|\\]/g, "\\$&");
     }
   }
-  const compiled = new RegExp(`^${re}$`);
+  const compiled = new RegExp(`^${re}$`, "s");
   cache2.set(pattern, compiled);
   return compiled;
 }
@@ -51060,9 +51060,19 @@ var AUTOMATION = [
   ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
   ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
   // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
-  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
-  // What an editor or a shell runs on opening the folder.
-  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
+  ...[
+    ".husky/**",
+    ".githooks/**",
+    ".pre-commit-config.yaml",
+    ...["lefthook", ".lefthook", "lefthook-local", ".lefthook-local"].flatMap((n) => [`${n}.yml`, `${n}.yaml`])
+  ],
+  // What an editor or a shell runs on opening the folder (VS Code's settings name programs its
+  // extensions run, and can let its agent run commands unasked).
+  ...[".envrc", ".vscode/**", ".devcontainer/**", ".devcontainer.json"],
+  // Coding agents' project settings: hooks and MCP servers that run when one starts in the folder.
+  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", "opencode.json", "opencode.jsonc"],
+  // Package managers' settings that name programs they run (script-shell, yarnPath, pnpm's hooks).
+  ...[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"],
   ...[".gitmodules", "**/.gitattributes"]
 ];
 function automationChanged(before, after) {
@@ -54199,6 +54209,7 @@ function jumpLines(m) {
   return parts;
 }
 function mapSection(m, o = {}) {
+  const quote = o.quote ?? ((t) => codeSpan(plainText(t)));
   const out = ["## Idea map", ""];
   if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, "");
   out.push(
@@ -54239,7 +54250,7 @@ function mapSection(m, o = {}) {
   const failed = m.failed.specs.length + m.failed.judgments;
   if (failed > 0)
     out.push(
-      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${m.failed.errors[0] ?? "-"}`,
+      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${quote(m.failed.errors[0] ?? "-")}`,
       ""
     );
   out.push(
@@ -54293,7 +54304,7 @@ function mapComment(m, o) {
   const where = `\`${mapRef(o.run)}\` at \`${o.commit.slice(0, 10)}\``;
   const spent2 = `the judge spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`;
   const body = [
-    mapSection(m, { image: o.image }).replace("by `forkflush map`", "by `/autoresearch map`"),
+    mapSection(m, { image: o.image, quote: inertCodeSpan }).replace("by `forkflush map`", "by `/autoresearch map`"),
     `map.json, map.svg and the judge's answers are on ${where}; ${spent2}${o.jobUrl ? ` ([its job](${o.jobUrl}))` : ""}.`
   ];
   return clip(body.join("\n"), BODY_MAX_CHARS);
@@ -56578,7 +56589,8 @@ async function onComment(ctxOf, context) {
   await ctx.api.issues.react(comment.id, "eyes");
   const key = commentKey(comment.id);
   if ("error" in parsed) {
-    await ctx.api.issues.commentOnce(issue2.number, key, parsed.error);
+    const again = "Write the command again in a new comment: an edited comment is not read.";
+    await ctx.api.issues.commentOnce(issue2.number, key, `${parsed.error}. ${again}`);
     await ctx.api.issues.react(comment.id, "-1");
     return;
   }

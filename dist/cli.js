@@ -7475,10 +7475,27 @@ function absolutePath(path) {
   const kept = path.split(delimiter).filter(isAbsolute);
   return kept.length > 0 ? kept.join(delimiter) : SYSTEM_PATH;
 }
-function withAbsolutePath(env) {
-  if (env.PATH === void 0) return env;
-  const path = absolutePath(env.PATH);
-  return path === env.PATH ? env : { ...env, PATH: path };
+var LOADER_LISTS = {
+  LD_LIBRARY_PATH: { split: /[:;]/, keep: isAbsolute },
+  LD_PRELOAD: { split: /[:\s]/, keep: (e) => isAbsolute(e) || !e.includes("/") },
+  LD_AUDIT: { split: /:/, keep: (e) => isAbsolute(e) || !e.includes("/") }
+};
+function withoutRelativePaths(env) {
+  let out = env;
+  const set2 = (name2, value) => {
+    if (value === env[name2]) return;
+    if (out === env) out = { ...env };
+    if (value === void 0) delete out[name2];
+    else out[name2] = value;
+  };
+  if (env.PATH !== void 0) set2("PATH", absolutePath(env.PATH));
+  for (const [name2, list] of Object.entries(LOADER_LISTS)) {
+    const value = env[name2];
+    if (value === void 0) continue;
+    const kept = value.split(list.split).filter((e) => e !== "" && list.keep(e));
+    set2(name2, kept.length === value.split(list.split).length ? value : kept.join(":") || void 0);
+  }
+  return out;
 }
 
 // src/io/group-keeper.ts
@@ -7620,7 +7637,7 @@ function processLinks() {
     try {
       const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], {
         encoding: "utf8",
-        env: withAbsolutePath(process.env)
+        env: withoutRelativePaths(process.env)
       });
       for (const line of out.split("\n")) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
@@ -8126,7 +8143,7 @@ function prefixOf(dir) {
 function exec(file2, args, fd3) {
   return new Promise((resolve10) => {
     const child = spawn2(file2, args, {
-      env: withAbsolutePath(process.env),
+      env: withoutRelativePaths(process.env),
       timeout: 1e4,
       killSignal: "SIGKILL",
       stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []]
@@ -8262,7 +8279,7 @@ function waitForEnd(child, output2, settle2) {
 function startChild(file2, args, options, confined2) {
   const child = spawn3(confined2?.file ?? file2, confined2?.args ?? args, {
     cwd: options.cwd,
-    env: withAbsolutePath(options.env ?? process.env),
+    env: withoutRelativePaths(options.env ?? process.env),
     detached: true,
     stdio: ["pipe", "pipe", "pipe", ...confined2?.fd3 ? ["pipe"] : []]
   });
@@ -28565,6 +28582,16 @@ function failureLine(output2, max = FAILURE_QUOTE_MAX_CHARS) {
   const lines2 = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
   return (lines2.find((l) => ERROR_LINE.test(l)) ?? lines2.at(-1) ?? "").slice(0, max);
 }
+function shownName(name2) {
+  let odd = false;
+  const shown = [...name2].map((ch) => {
+    const c = ch.charCodeAt(0);
+    if (!(c < 32 || c >= 127 && c <= 159 || BIDI.has(c))) return ch;
+    odd = true;
+    return `\\u${c.toString(16).padStart(4, "0")}`;
+  }).join("");
+  return odd ? `"${shown}"` : name2;
+}
 function shellQuote(s) {
   return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
@@ -29015,7 +29042,7 @@ function globRegExp(pattern) {
       re += c.replace(/[.+^${}()|\\]/g, "\\$&");
     }
   }
-  const compiled = new RegExp(`^${re}$`);
+  const compiled = new RegExp(`^${re}$`, "s");
   cache.set(pattern, compiled);
   return compiled;
 }
@@ -29024,9 +29051,19 @@ var AUTOMATION = [
   ...[".circleci/**", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".buildkite/**", "Jenkinsfile"],
   ...[".drone.yml", ".woodpecker.yml", ".woodpecker/**"],
   // Hooks a hook manager installs from the tree, and the folders hooks are kept in by convention.
-  ...[".husky/**", ".githooks/**", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml"],
-  // What an editor or a shell runs on opening the folder.
-  ...[".envrc", ".vscode/tasks.json", ".devcontainer/**"],
+  ...[
+    ".husky/**",
+    ".githooks/**",
+    ".pre-commit-config.yaml",
+    ...["lefthook", ".lefthook", "lefthook-local", ".lefthook-local"].flatMap((n) => [`${n}.yml`, `${n}.yaml`])
+  ],
+  // What an editor or a shell runs on opening the folder (VS Code's settings name programs its
+  // extensions run, and can let its agent run commands unasked).
+  ...[".envrc", ".vscode/**", ".devcontainer/**", ".devcontainer.json"],
+  // Coding agents' project settings: hooks and MCP servers that run when one starts in the folder.
+  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", "opencode.json", "opencode.jsonc"],
+  // Package managers' settings that name programs they run (script-shell, yarnPath, pnpm's hooks).
+  ...[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"],
   ...[".gitmodules", "**/.gitattributes"]
 ];
 function guardedFolders(files, globs) {
@@ -30141,7 +30178,13 @@ function parseCommandLine(argv) {
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
+    parsed = parseArgs({
+      args: joinNegativeValues(argv, options),
+      allowPositionals: true,
+      strict: true,
+      options,
+      tokens: true
+    });
   } catch (e) {
     const message = e.message.split("\n")[0] ?? "";
     const flag = /'(-[^']+)'/.exec(message)?.[1];
@@ -30160,6 +30203,14 @@ function parseCommandLine(argv) {
     throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values;
+  const given = /* @__PURE__ */ new Map();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== "option" || options[t.name]?.type !== "string" || options[t.name]?.multiple) continue;
+    const before = given.get(t.name);
+    if (before !== void 0 && before !== t.value)
+      throw new UserError(`--${t.name} is given twice (${before} and ${t.value}): give it once`);
+    given.set(t.name, t.value ?? "");
+  }
   for (const [name2, v] of Object.entries(values))
     if (v === "" || Array.isArray(v) && v.includes(""))
       throw new UserError(
@@ -32031,7 +32082,7 @@ function mapText(m) {
     agreementLine(m),
     ...jumpLines(m),
     `judge ${m.judge.label}: ${plural2(c.spec.made + c.spec.cached, "spec")} (${formatNumber(c.spec.cached)} cached), ${plural2(c.triplet.made + c.triplet.cached, "judgment")} (${formatNumber(c.triplet.cached)} cached)${failed > 0 ? `, ${formatNumber(failed)} failed and left out` : ""}; spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`,
-    ...m.failed.errors.length > 0 ? [`first failure: ${m.failed.errors[0]}`] : []
+    ...m.failed.errors.length > 0 ? [`first failure: ${plainText(m.failed.errors[0] ?? "")}`] : []
   ];
 }
 function jumpLines(m) {
@@ -32052,6 +32103,7 @@ function jumpLines(m) {
   return parts;
 }
 function mapSection(m, o = {}) {
+  const quote = o.quote ?? ((t) => codeSpan(plainText(t)));
   const out = ["## Idea map", ""];
   if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, "");
   out.push(
@@ -32092,7 +32144,7 @@ function mapSection(m, o = {}) {
   const failed = m.failed.specs.length + m.failed.judgments;
   if (failed > 0)
     out.push(
-      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${m.failed.errors[0] ?? "-"}`,
+      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${quote(m.failed.errors[0] ?? "-")}`,
       ""
     );
   out.push(
@@ -32360,7 +32412,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir15, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir16, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join33, relative as relative6 } from "node:path";
 
@@ -32858,7 +32910,7 @@ var IDENTITY = [
   "-c",
   "core.splitIndex=false"
 ];
-var REPOSITORY_ENV = /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE)$/;
+var REPOSITORY_ENV = /^GIT_(ALTERNATE_OBJECT_DIRECTORIES|OBJECT_DIRECTORY|DIR|WORK_TREE|IMPLICIT_WORK_TREE|GRAFT_FILE|INDEX_FILE|NO_REPLACE_OBJECTS|REPLACE_REF_BASE|PREFIX|INTERNAL_SUPER_PREFIX|SHALLOW_FILE|COMMON_DIR|NAMESPACE|(LITERAL|GLOB|NOGLOB|ICASE)_PATHSPECS)$/;
 function withoutRepositoryEnv(env) {
   return Object.fromEntries(Object.entries(env).filter(([name2]) => !REPOSITORY_ENV.test(name2)));
 }
@@ -33526,7 +33578,7 @@ import { join as join4 } from "node:path";
 
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, userInfo } from "node:os";
 import { basename as basename2, delimiter as delimiter2, dirname as dirname2, isAbsolute as isAbsolute4, join as join3 } from "node:path";
 
 // src/agents/agent.ts
@@ -33555,7 +33607,7 @@ import { execFile } from "node:child_process";
 import { lstat as lstat2, readdir as readdir2, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 var execAsync = promisify(execFile);
-var exec2 = (file2, args) => execAsync(file2, args, { env: withAbsolutePath(process.env) });
+var exec2 = (file2, args) => execAsync(file2, args, { env: withoutRelativePaths(process.env) });
 var NOTHING_CLEANED = {
   links: 0,
   names: 0,
@@ -33846,6 +33898,9 @@ function setupConfinement(...args) {
 function hiddenPlaces(env) {
   const places = [
     env.HOME || homedir(),
+    // The account's own home (its passwd entry), where ssh and gpg look whatever HOME says: a
+    // script's `HOME=$(mktemp -d)`, `sudo -u` keeping the caller's HOME, a container's HOME=/.
+    accountHome(),
     "/run/user",
     "/run/dbus",
     "/run/systemd",
@@ -33859,6 +33914,13 @@ function hiddenPlaces(env) {
   const runner = runnerInstallation();
   if (runner) places.push(runner);
   return places.filter((p) => p && p !== "/");
+}
+function accountHome() {
+  try {
+    return userInfo().homedir;
+  } catch {
+    return "";
+  }
 }
 var ALWAYS_READABLE = ["/run/systemd/resolve"];
 function exposedInside(hidden, never2, env) {
@@ -39890,7 +39952,7 @@ function uncommittedGraderInputs(committed, working) {
 }
 
 // src/local/preflight.ts
-import { realpath as realpath6, stat as stat9 } from "node:fs/promises";
+import { readdir as readdir14, realpath as realpath6, stat as stat9 } from "node:fs/promises";
 import { isAbsolute as isAbsolute9, join as join29, resolve as resolve7 } from "node:path";
 
 // src/local/sandbox-view.ts
@@ -40158,6 +40220,8 @@ commit them (git add, git commit), then run again`
   if (blocking) problems.push(blocking);
   const absent = async (paths) => (await Promise.all(paths.map(async (x) => await stat9(expandHome(x)).catch(() => null) ? [] : [x]))).flat();
   if (p.sandbox) problems.push(...await showsPrivate(p.config, p.sandbox.private));
+  const unreadable = p.sandbox && !p.scratch && process.getuid?.() === 0 ? await objectsUnreadable(p.repo) : null;
+  if (unreadable) notes.push(unreadable);
   const unbindable = await absent(p.config.sandbox.write);
   for (const x of unbindable)
     problems.push(
@@ -40180,6 +40244,20 @@ commit them (git add, git commit), then run again`
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+async function objectsUnreadable(repo) {
+  const r = await new Git(repo).exec(["rev-parse", "--git-path", "objects"], { check: false });
+  if (r.exitCode !== 0) return null;
+  const objects = resolve7(repo, r.stdout.trim());
+  const packs = await readdir14(join29(objects, "pack")).catch(() => []);
+  const paths = [objects, join29(objects, "pack"), ...packs.map((f2) => join29(objects, "pack", f2))];
+  for (const path of paths) {
+    const s = await stat9(path).catch(() => null);
+    const needs = s?.isDirectory() ? 5 : 4;
+    if (s && (s.mode & needs) !== needs)
+      return `the sandbox's accounts cannot read the repository's git objects (${path} is ${(s.mode & 511).toString(8)}: a umask like 027 made it), so the agents' git in their workspaces fails (git log, git diff): let them read it (chmod -R o+rX ${objects}), or run forkflush as a user other than root`;
+  }
+  return null;
 }
 async function showsPrivate(config2, privatePlaces) {
   const real2 = (x) => realpath6(x).catch(() => resolve7(x));
@@ -40376,7 +40454,7 @@ function mountOf(mountinfo, path) {
 }
 
 // src/local/task-copy.ts
-import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir14, writeFile as writeFile16 } from "node:fs/promises";
+import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
 import { dirname as dirname13, join as join30 } from "node:path";
 var NEVER_COPIED = /* @__PURE__ */ new Set([RUNS_FOLDER, ".git", "node_modules"]);
 async function copyTask(taskDir, repo, warnings) {
@@ -40401,7 +40479,7 @@ async function copyTaskFiles(taskDir, to) {
     if (!kept) left.push(path);
     return kept;
   };
-  const entries = await enclosingRepositoryTakes(taskDir) ?? await readdir14(taskDir);
+  const entries = await enclosingRepositoryTakes(taskDir) ?? await readdir15(taskDir);
   for (const entry of entries) {
     if (NEVER_COPIED.has(entry.split("/")[0] ?? "")) continue;
     await mkdir19(dirname13(join30(to, entry)), { recursive: true });
@@ -41054,7 +41132,7 @@ async function runCompare(o) {
 }
 async function compares(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir15(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir16(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   const done = [];
   for (const name2 of names) {
@@ -41940,7 +42018,8 @@ function readTripletAnswer(text, strict) {
     const m = /^(?:(?:final\s+)?answer\s*[:=-]?|solution|option)?[\s*_`"'([{]*([ab])$/i.exec(bare);
     if (m?.[1]) return { answer: m[1].toLowerCase() };
   }
-  const shown = last === "" ? "nothing" : `"${last.length > 80 ? `${last.slice(0, 80)}\u2026` : last}"`;
+  const plain = plainText(last);
+  const shown = last === "" ? "nothing" : `"${plain.length > 80 ? `${plain.slice(0, 80)}\u2026` : plain}"`;
   return {
     problem: `the judge's ${strict ? "last stdout line" : "final message"} was ${shown}, not "a" or "b"`
   };
@@ -42038,7 +42117,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir24, readdir as readdir16, rename as rename8, rm as rm21, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir24, readdir as readdir17, rename as rename8, rm as rm21, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -42195,7 +42274,7 @@ async function keepLog(s, call, log) {
   return kept;
 }
 async function readOnly(dir) {
-  const entries = await readdir16(dir, { withFileTypes: true });
+  const entries = await readdir17(dir, { withFileTypes: true });
   for (const e of entries) {
     const path = join36(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
@@ -42327,7 +42406,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir17, readFile as readFile15, stat as stat14 } from "node:fs/promises";
+import { readdir as readdir18, readFile as readFile15, stat as stat14 } from "node:fs/promises";
 import { join as join37 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -42338,7 +42417,7 @@ async function findTarget(taskDir, o) {
       throw new UserError(`no run ${o.run} in ${taskDir}; runs: ${runIds.join(", ") || "none yet"}`);
     return runTarget(taskDir, o.run);
   }
-  const names = (await readdir17(root).catch(() => [])).sort();
+  const names = (await readdir18(root).catch(() => [])).sort();
   const compares2 = [];
   for (const n of names) if (await stat14(join37(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
@@ -43087,7 +43166,7 @@ ${home.join("\n")}
   const automation = home.length > 0 ? await automationChanged(open4.info.repo, state) : [];
   if (automation.length > 0)
     io.stderr.write(
-      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).join(", ")}${automation.length > 20 ? ` and ${automation.length - 20} more` : ""}; the agent wrote them: read them before you merge
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 20).map(shownName).join(", ")}${automation.length > 20 ? ` and ${automation.length - 20} more` : ""}; the agent wrote them: read them before you merge
 `
     );
   for (const warning of endWarnings(state)) io.stderr.write(`forkflush: warning: ${warning}
@@ -43430,6 +43509,7 @@ for (const stream of [process.stdout, process.stderr]) {
     stream.write = (() => true);
   });
 }
+if (process.getuid?.() === 0) process.umask(process.umask(18) & 18);
 main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
