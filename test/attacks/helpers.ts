@@ -63,6 +63,32 @@ export function attackTemp(prefix: string): string {
   return dir;
 }
 
+/** A HOME of its own (an attackTemp), with a ~/.gitconfig naming the user, and `config` after it. */
+export function homeWith(config = ''): string {
+  const home = attackTemp('home');
+  writeFileSync(join(home, '.gitconfig'), `[user]\n\tname = Night User\n\temail = user@example.invalid\n${config}`);
+  return home;
+}
+
+/** A user's shell environment, as forkflush would be started from it: PATH, HOME and a locale, and `more`. */
+export const userEnv = (home: string, more: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH,
+  HOME: home,
+  LANG: 'C.UTF-8',
+  ...more,
+});
+
+/** C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ... as single code points). */
+function isControl(code: number): boolean {
+  return (code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f);
+}
+
+/** Whether text holds a control character a terminal would act on. */
+export const hasControl = (s: string) => [...s].some((c) => isControl(c.codePointAt(0) ?? 0));
+
+/** The first line of text that holds one, as JSON (its escapes seen). */
+export const firstControlLine = (s: string) => JSON.stringify(s.split('\n').find(hasControl));
+
 /**
  * The hostile scripts, copied out of the checkout into a folder the sandbox shows (read-only, as
  * the rest of the machine): a checkout under /tmp, as a CI job or a new contributor clones it, is

@@ -14,6 +14,8 @@ import {
   cleanupAttackTemps,
   currentCli,
   describeSandboxed,
+  firstControlLine,
+  hasControl,
   makeAttackRepo,
   runCli,
 } from './helpers.js';
@@ -22,13 +24,6 @@ afterAll(cleanupAttackTemps);
 beforeAll(async () => {
   await currentCli();
 });
-
-/** C0 controls but tab and newline, DEL, and the C1 controls (as round2-output.test.ts). */
-function isControl(code: number): boolean {
-  return (code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f);
-}
-const hasControl = (s: string) => [...s].some((c) => isControl(c.codePointAt(0) ?? 0));
-const firstControlLine = (s: string) => JSON.stringify(s.split('\n').find(hasControl));
 
 /** The honest part every agent here does (it must win for its files to reach the best branch). */
 const HONEST = `echo 7 > value.txt\necho '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"\n`;

@@ -160,39 +160,30 @@ chmod +x "$1"
   // agent commits `bin/bwrap`, a script that prints 100; the judge's grader, in the judge's fresh
   // checkout of that commit, starts the agent's script (unconfined, as forkflush's user) in place
   // of bubblewrap and the grader. Gains: a forged score in the judge, whatever the grader is.
-  // Right behaviour: bubblewrap is run by its absolute path, found once in PATH's absolute
-  // folders: the judge's score is the grader's on the committed tree (value.txt: 7).
-  it('bin ahead on PATH: the judge runs bubblewrap, not the bin/bwrap the agent committed', async () => {
-    const repo = makeAttackRepo({
-      agent: `echo 7 > value.txt; mkdir -p bin; printf '#!/bin/sh\\necho 100\\n' > bin/bwrap; chmod +x bin/bwrap`,
-      grader: CAT_GRADER,
-    });
-    const saved = process.env.PATH;
-    process.env.PATH = `bin:${saved}`;
-    let result: Awaited<ReturnType<typeof runLocal>>['result'];
-    try {
-      ({ result } = await runLocal(repo));
-    } finally {
-      process.env.PATH = saved;
-    }
-    expect(result.score, result.reason ?? result.note ?? '').toBe(7);
-  }, 180_000);
-
   // The same lookup inside the sandbox: the grader's shell finds `cat` on the PATH it was given, in
-  // the judge's checkout of what the agent committed. A `bin/cat` that prints 100 was the grader.
-  it("bin ahead on PATH: the judge's grader runs the system's cat, not the bin/cat the agent committed", async () => {
-    const repo = makeAttackRepo({
-      agent: `echo 7 > value.txt; mkdir -p bin; printf '#!/bin/sh\\necho 100\\n' > bin/cat; chmod +x bin/cat`,
-      grader: CAT_GRADER,
-    });
-    const saved = process.env.PATH;
-    process.env.PATH = `bin:${saved}`;
-    let result: Awaited<ReturnType<typeof runLocal>>['result'];
-    try {
-      ({ result } = await runLocal(repo));
-    } finally {
-      process.env.PATH = saved;
-    }
-    expect(result.score, result.reason ?? result.note ?? '').toBe(7);
-  }, 180_000);
+  // the judge's checkout of what the agent committed; a `bin/cat` that prints 100 was the grader.
+  // Right behaviour: PATH's absolute folders only, for every program forkflush starts: the judge's
+  // score is the grader's on the committed tree (value.txt: 7).
+  it.each([
+    ['bubblewrap', 'bwrap'],
+    ["the grader's cat", 'cat'],
+  ])(
+    'bin ahead on PATH: the judge runs %s, not the bin/%s the agent committed',
+    async (_, name) => {
+      const repo = makeAttackRepo({
+        agent: `echo 7 > value.txt; mkdir -p bin; printf '#!/bin/sh\\necho 100\\n' > bin/${name}; chmod +x bin/${name}`,
+        grader: CAT_GRADER,
+      });
+      const saved = process.env.PATH;
+      process.env.PATH = `bin:${saved}`;
+      let result: Awaited<ReturnType<typeof runLocal>>['result'];
+      try {
+        ({ result } = await runLocal(repo));
+      } finally {
+        process.env.PATH = saved;
+      }
+      expect(result.score, result.reason ?? result.note ?? '').toBe(7);
+    },
+    180_000,
+  );
 });

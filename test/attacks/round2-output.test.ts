@@ -13,6 +13,8 @@ import {
   cleanupAttackTemps,
   currentCli,
   describeSandboxed,
+  firstControlLine,
+  hasControl,
   makeAttackRepo,
   newestRunState,
   runCli,
@@ -22,12 +24,6 @@ afterAll(cleanupAttackTemps);
 beforeAll(async () => {
   await currentCli();
 });
-
-/** C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ... as single code points). */
-function isControl(code: number): boolean {
-  return (code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f);
-}
-const CONTROL = { test: (s: string) => [...s].some((c) => isControl(c.codePointAt(0) ?? 0)) };
 
 describeSandboxed("the agent's output in forkflush's output", () => {
   it('control sequences in its last stderr line reach neither the terminal (progress, table, status) nor report.md', async () => {
@@ -46,13 +42,12 @@ describeSandboxed("the agent's output in forkflush's output", () => {
     expect(result?.score).toBe(2);
     expect(result?.note).toMatch(/agent exited with code 3/);
     // ...but what forkflush shows holds none of its control characters.
-    const show = (s: string) => JSON.stringify(s.split('\n').find((l) => CONTROL.test(l)));
-    expect.soft(CONTROL.test(run.out), `forkflush run printed ${show(run.out)}`).toBe(false);
-    expect.soft(CONTROL.test(status.out), `forkflush status printed ${show(status.out)}`).toBe(false);
+    expect.soft(hasControl(run.out), `forkflush run printed ${firstControlLine(run.out)}`).toBe(false);
+    expect.soft(hasControl(status.out), `forkflush status printed ${firstControlLine(status.out)}`).toBe(false);
     const runs = join(repo.dir, '.forkflush');
     const [id] = readdirSync(runs);
     const report = readFileSync(join(runs, id ?? '', 'report.md'), 'utf8');
-    expect.soft(CONTROL.test(report), `report.md holds ${show(report)}`).toBe(false);
+    expect.soft(hasControl(report), `report.md holds ${firstControlLine(report)}`).toBe(false);
   });
 
   it('3,000 changed protected files with long names and GitHub words: the result is bounded, and its commit inert', async () => {

@@ -7,27 +7,21 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { attackTemp, cleanupAttackTemps, describeSandboxed, makeAttackRepo, runCli } from '../attacks/helpers.js';
+import {
+  attackTemp,
+  cleanupAttackTemps,
+  describeSandboxed,
+  homeWith,
+  makeAttackRepo,
+  runCli,
+  userEnv,
+} from '../attacks/helpers.js';
 
 afterAll(cleanupAttackTemps);
 
-/** A HOME of its own, with a ~/.gitconfig naming the user. */
-function homeWith(config = ''): string {
-  const home = attackTemp('home');
-  writeFileSync(join(home, '.gitconfig'), `[user]\n\tname = Night User\n\temail = user@example.invalid\n${config}`);
-  return home;
-}
-
-const envFor = (home: string, more: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
-  PATH: process.env.PATH,
-  HOME: home,
-  LANG: 'C.UTF-8',
-  ...more,
-});
-
 /** git in `dir` as the user runs it: its exit code and what it printed. */
 function userGit(dir: string, home: string, ...args: string[]): { code: number | null; out: string } {
-  const r = spawnSync('git', args, { cwd: dir, env: envFor(home), encoding: 'utf8' });
+  const r = spawnSync('git', args, { cwd: dir, env: userEnv(home), encoding: 'utf8' });
   return { code: r.status, out: `${r.stdout}${r.stderr}`.trim() };
 }
 
@@ -68,7 +62,7 @@ describeSandboxed("a new user's real repository", () => {
     const r = await runCli(['run', '.'], {
       cwd: linked,
       deadlineMs: 50_000,
-      env: envFor(home, { GIT_DIR: gitDir, GIT_PREFIX: '' }),
+      env: userEnv(home, { GIT_DIR: gitDir, GIT_PREFIX: '' }),
     });
     expect({
       mainCheckout: userGit(repo.dir, home, 'status', '--short'),
@@ -101,7 +95,7 @@ describeSandboxed("a new user's real repository", () => {
     execFileSync('git', ['init', '-q', '--bare', dotfiles]);
     const dot = (...args: string[]) =>
       execFileSync('git', [`--git-dir=${dotfiles}`, `--work-tree=${home}`, ...args], {
-        env: envFor(home),
+        env: userEnv(home),
         encoding: 'utf8',
       });
     dot('add', '.gitconfig');
@@ -110,7 +104,7 @@ describeSandboxed("a new user's real repository", () => {
     const r = await runCli(['run', repo.dir], {
       cwd: repo.dir,
       deadlineMs: 50_000,
-      env: envFor(home, { GIT_DIR: dotfiles, GIT_WORK_TREE: home }),
+      env: userEnv(home, { GIT_DIR: dotfiles, GIT_WORK_TREE: home }),
     });
     const after = execFileSync('git', [`--git-dir=${dotfiles}`, 'config', '--local', '--list'], { encoding: 'utf8' });
     const log = execFileSync('git', [`--git-dir=${dotfiles}`, 'log', '--all', '--format=%s'], { encoding: 'utf8' });
@@ -151,7 +145,7 @@ describeSandboxed("a new user's real repository", () => {
     git('commit', '-qm', 'monorepo');
     expect(git('ls-files')).not.toContain('.env');
     const home = homeWith();
-    const r = await runCli(['run', sub.dir], { cwd: sub.dir, deadlineMs: 50_000, env: envFor(home) });
+    const r = await runCli(['run', sub.dir], { cwd: sub.dir, deadlineMs: 50_000, env: userEnv(home) });
     const seen = join(sub.logs, 'seen.txt');
     expect(r.out).toMatch(/r0\.b0 (scored|no score)/);
     // The agent looked (so the row cannot pass by its not running), and found no key.
@@ -174,7 +168,7 @@ describeSandboxed("a new user's real repository", () => {
     // It grades by hand in the user's folder.
     expect(execFileSync('sh', ['-c', 'cat data/d.txt'], { cwd: repo.dir, encoding: 'utf8' }).trim()).toBe('9');
     for (const how of [['--dry-run'], []]) {
-      const r = await runCli(['run', repo.dir, ...how], { cwd: repo.dir, deadlineMs: 50_000, env: envFor(home) });
+      const r = await runCli(['run', repo.dir, ...how], { cwd: repo.dir, deadlineMs: 50_000, env: userEnv(home) });
       if (r.exitCode === 0) {
         expect(r.out).toContain('initial workspace: score 9');
       } else {
@@ -207,7 +201,7 @@ describeSandboxed("a new user's real repository", () => {
     monorepoGit(root, 'init', '-q', '--initial-branch=main');
     monorepoGit(root, 'add', '-A');
     monorepoGit(root, 'commit', '-qm', 'monorepo');
-    const r = await runCli(['run', task.dir], { cwd: task.dir, deadlineMs: 50_000, env: envFor(homeWith()) });
+    const r = await runCli(['run', task.dir], { cwd: task.dir, deadlineMs: 50_000, env: userEnv(homeWith()) });
     expect(r.out).not.toMatch(/failed: git commit/);
     if (r.exitCode === 0) expect(r.out).toMatch(/r0\.b0 scored 5/);
     else {
@@ -238,7 +232,7 @@ describeSandboxed("a new user's real repository", () => {
     mkdirSync(join(task.dir, 'v2'));
     writeFileSync(join(task.dir, 'v2', 'd.txt'), '7\n');
     symlinkSync('v2', join(task.dir, 'current'));
-    const r = await runCli(['run', task.dir], { cwd: task.dir, deadlineMs: 50_000, env: envFor(home) });
+    const r = await runCli(['run', task.dir], { cwd: task.dir, deadlineMs: 50_000, env: userEnv(home) });
     expect(r.out).not.toMatch(/link current/);
     expect(r.exitCode, r.out).toBe(0);
     expect(r.out).toContain('initial workspace: score 7');
@@ -259,7 +253,7 @@ describeSandboxed("a new user's real repository", () => {
     for (let i = 0; i < 250; i++) symlinkSync('../value.txt', join(repo.dir, 'aaa', `l${String(i).padStart(3, '0')}`));
     repo.git('add', '-A');
     repo.git('commit', '-qm', 'links, and the dataset');
-    const r = await runCli(['run', repo.dir, '--dry-run'], { cwd: repo.dir, deadlineMs: 50_000, env: envFor(home) });
+    const r = await runCli(['run', repo.dir, '--dry-run'], { cwd: repo.dir, deadlineMs: 50_000, env: userEnv(home) });
     expect(r.exitCode, r.out).toBe(2);
     expect(r.out).toMatch(/link data needs .*datasets, which the sandbox hides/);
   }, 60_000);
@@ -282,9 +276,9 @@ describeSandboxed("a new user's real repository", () => {
       const safe = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: repo.dir };
       // The user's own git works there.
       expect(
-        execFileSync('git', ['status', '--short'], { cwd: repo.dir, env: envFor(home, safe), encoding: 'utf8' }),
+        execFileSync('git', ['status', '--short'], { cwd: repo.dir, env: userEnv(home, safe), encoding: 'utf8' }),
       ).toBe('');
-      const r = await runCli(['run', repo.dir], { cwd: repo.dir, deadlineMs: 50_000, env: envFor(home, safe) });
+      const r = await runCli(['run', repo.dir], { cwd: repo.dir, deadlineMs: 50_000, env: userEnv(home, safe) });
       expect(r.out).not.toMatch(/owned by another user/);
       expect(r.exitCode, r.out).toBe(0);
       expect(r.out).toMatch(/r0\.b0 scored 5/);
@@ -307,7 +301,7 @@ describeSandboxed("a new user's real repository", () => {
     const r = await runCli(['run', repo.dir, '--dry-run'], {
       cwd: repo.dir,
       deadlineMs: 50_000,
-      env: envFor(homeWith()),
+      env: userEnv(homeWith()),
     });
     expect(r.exitCode, r.out).toBe(2);
     expect(r.out).toMatch(

@@ -17,27 +17,15 @@ import {
   CAT_GRADER,
   cleanupAttackTemps,
   describeSandboxed,
+  homeWith,
   makeAttackRepo,
   newestRunState,
   runCli,
   unique,
+  userEnv,
 } from '../attacks/helpers.js';
 
 afterAll(cleanupAttackTemps);
-
-/** A HOME of its own, with a ~/.gitconfig holding `config`. */
-function homeWith(config = ''): string {
-  const home = attackTemp('home');
-  writeFileSync(join(home, '.gitconfig'), `[user]\n\tname = Night User\n\temail = user@example.invalid\n${config}`);
-  return home;
-}
-
-const envFor = (home: string, more: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
-  PATH: process.env.PATH,
-  HOME: home,
-  LANG: 'C.UTF-8',
-  ...more,
-});
 
 /** The seal key of the newest run of a repository, as hex ('' when there is none). */
 function sealKeyHex(repoDir: string): string {
@@ -113,7 +101,7 @@ describeSandboxed('LD_LIBRARY_PATH with an empty entry', () => {
       const r = await runCli(['run', repo.dir], {
         cwd: repo.dir,
         deadlineMs: 90_000,
-        env: envFor(home, { LD_LIBRARY_PATH: ':/usr/local/cuda/lib64' }),
+        env: userEnv(home, { LD_LIBRARY_PATH: ':/usr/local/cuda/lib64' }),
       });
       const key = sealKeyHex(repo.dir);
       expect(key.length, r.out).toBeGreaterThan(0);
@@ -199,7 +187,7 @@ describeSandboxed("the user's git config and environment, as forkflush's own git
     const r = await runCli(['run', repo.dir], {
       cwd: repo.dir,
       deadlineMs: 60_000,
-      env: envFor(home, { GIT_LITERAL_PATHSPECS: '1' }),
+      env: userEnv(home, { GIT_LITERAL_PATHSPECS: '1' }),
     });
     const result = newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.result;
     if (!result) {
@@ -239,7 +227,7 @@ describeSandboxed("forkflush's umask", () => {
       const before = process.umask(0o027);
       let r: Awaited<ReturnType<typeof runCli>>;
       try {
-        r = await runCli(['run', repo.dir], { cwd: repo.dir, deadlineMs: 60_000, env: envFor(home) });
+        r = await runCli(['run', repo.dir], { cwd: repo.dir, deadlineMs: 60_000, env: userEnv(home) });
       } finally {
         process.umask(before);
       }
@@ -262,7 +250,7 @@ describeSandboxed("forkflush's umask", () => {
       const r = await runCli(['run', repo.dir, '--dry-run'], {
         cwd: repo.dir,
         deadlineMs: 60_000,
-        env: envFor(homeWith()),
+        env: userEnv(homeWith()),
       });
       expect(r.out).toContain("the sandbox's accounts cannot read the repository's git objects");
       expect(r.out).toContain(`chmod -R o+rX ${join(repo.dir, '.git', 'objects')}`);
@@ -327,7 +315,7 @@ describeSandboxed("HOME that is not the account's home folder", () => {
         mkdirSync(home);
         writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Night User\n\temail = user@example.invalid\n');
         execFileSync('chown', ['-R', '1000:1000', root]);
-        const r = await runCli(['run', repo.dir], { cwd: root, deadlineMs: 60_000, env: envFor(home), uid: 1000 });
+        const r = await runCli(['run', repo.dir], { cwd: root, deadlineMs: 60_000, env: userEnv(home), uid: 1000 });
         const result = newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.result;
         expect(result?.sandbox ?? '', r.out).toMatch(/^bubblewrap/);
         const stolen = result
