@@ -9,7 +9,7 @@
 // reach, and is a note.
 import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readlink, rm, stat } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import { LINKS_PROBED_MAX, SANDBOX_PROBE_TIMEOUT_MS } from '../core/bounds.js';
@@ -18,7 +18,14 @@ import { findExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 import { type Confinement, isInside, type Sandbox, type Unaccounted } from '../io/sandbox.js';
-import { agentConfinement, expandHome, graderConfinement, setupConfinement, withAccount } from '../worker/boundary.js';
+import {
+  agentConfinement,
+  expandHome,
+  graderConfinement,
+  hiddenPlaces,
+  setupConfinement,
+  withAccount,
+} from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 
 export interface SandboxViewInput {
@@ -266,7 +273,8 @@ async function closedPlaces(v: SandboxViewInput): Promise<string[]> {
 
 /** The places every sandbox hides: its own /tmp, the home folder, the repository, forkflush's. */
 function hiddenRoots(v: SandboxViewInput): string[] {
-  return [realpathSync('/tmp'), homedir(), v.repo, ...v.private].filter((r) => r && r !== '/');
+  // The sandbox's own list (its home folders: $HOME's and the account's): what it hides is made afresh inside.
+  return [realpathSync('/tmp'), ...hiddenPlaces(v.env), v.repo, ...v.private].filter((r) => r && r !== '/');
 }
 
 /**

@@ -286,7 +286,7 @@ type SetupPlaces = Parameters<typeof graderConfinement> extends [...infer Places
  * Actions runner its temp folder (file commands, forkflush's records), its work root (other jobs'
  * checkouts) and the runner's own installation (its credentials).
  */
-function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
+export function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
   const places = [
     env.HOME || homedir(),
     // The account's own home (its passwd entry), where ssh and gpg look whatever HOME says: a

@@ -25,7 +25,7 @@ export const RUNTIME_CACHES = '__pycache__/\n*.py[co]\n.pytest_cache/\n';
 
 /**
  * What a snapshot never records: RUNTIME_CACHES, and an entry named as the runs folder at the top
- * of the tree. The take-home (`git merge` of the best branch, or its archive unpacked) writes the
+ * of the tree (also taken out of the index after `git add`, whatever a .gitignore says). The take-home (`git merge` of the best branch, or its archive unpacked) writes the
  * result over the user's checkout, where the runs folder is ignored and so, to git, expendable:
  * an agent's `.forkflush` file would replace every run's records and seal key.
  */
@@ -85,6 +85,11 @@ export async function snapshot(
     added = await add();
     if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
   }
+  // Ignored or not: the workspace's own .gitignore outranks NEVER_RECORDED (`!/.forkflush`).
+  await own.exec(['rm', '--cached', '-r', '-q', '--ignore-unmatch', '--', `:(literal)${RUNS_FOLDER}`], {
+    workTree: workspace,
+    index,
+  });
   const specs = protectedGlobs.map((g) => `:(glob)${g}`);
   let protectedChanged: string[] = [];
   if (specs.length > 0) {
