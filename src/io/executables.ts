@@ -54,11 +54,21 @@ const LOADER_LISTS: Record<string, { split: RegExp; keep: (entry: string) => boo
   LD_LIBRARY_PATH: { split: /[:;]/, keep: isAbsolute },
   LD_PRELOAD: { split: /[:\s]/, keep: (e) => isAbsolute(e) || !e.includes('/') },
   LD_AUDIT: { split: /:/, keep: (e) => isAbsolute(e) || !e.includes('/') },
+  // glibc's: converters it loads, message catalogues it reads.
+  GCONV_PATH: { split: /:/, keep: isAbsolute },
+  NLSPATH: { split: /:/, keep: isAbsolute },
 };
+
+/** Variables that name one file or folder a program reads its config or code from: dropped when relative. */
+const SINGLE_PATHS = [
+  ...['HOME', 'XDG_CONFIG_HOME', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_TEMPLATE_DIR'],
+  ...['LOCPATH', 'BASH_ENV', 'ENV'],
+];
 
 /**
  * The environment every program forkflush starts gets: PATH's absolute folders only
- * (absolutePath), and the loader's lists without an entry that names the working directory.
+ * (absolutePath), the loader's lists without an entry that names the working directory, and no
+ * relative HOME or config path (git's global config would be a file of the workspace).
  */
 export function withoutRelativePaths(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   let out = env;
@@ -69,6 +79,10 @@ export function withoutRelativePaths(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv 
     else out[name] = value;
   };
   if (env.PATH !== undefined) set('PATH', absolutePath(env.PATH));
+  for (const name of SINGLE_PATHS) {
+    const value = env[name];
+    if (value !== undefined && !isAbsolute(value)) set(name, undefined);
+  }
   for (const [name, list] of Object.entries(LOADER_LISTS)) {
     const value = env[name];
     if (value === undefined) continue;

@@ -51,6 +51,11 @@ describe('the search paths every program forkflush starts gets (withoutRelativeP
     [{ LD_LIBRARY_PATH: 'lib;.' }, {}],
     [{ LD_PRELOAD: './evil.so libjemalloc.so.2 /opt/x.so' }, { LD_PRELOAD: 'libjemalloc.so.2:/opt/x.so' }],
     [{ LD_AUDIT: 'a/b.so' }, {}],
+    [{ GCONV_PATH: '.:/usr/lib/gconv', NLSPATH: 'nls/%N' }, { GCONV_PATH: '/usr/lib/gconv' }],
+    [
+      { HOME: '.', GIT_CONFIG_GLOBAL: 'cfg', XDG_CONFIG_HOME: '/home/u/.config' },
+      { XDG_CONFIG_HOME: '/home/u/.config' },
+    ],
   ])('%j becomes %j', (env, clean) => {
     expect(withoutRelativePaths(env)).toEqual(clean);
   });
