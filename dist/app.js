@@ -51070,7 +51070,8 @@ var AUTOMATION = [
   // extensions run, and can let its agent run commands unasked).
   ...[".envrc", ".vscode/**", ".devcontainer/**", ".devcontainer.json"],
   // Coding agents' project settings: hooks and MCP servers that run when one starts in the folder.
-  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", "opencode.json", "opencode.jsonc"],
+  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", ".codex/**", ".opencode/**"],
+  ...["opencode.json", "opencode.jsonc", ".aider.conf.yml"],
   // Package managers' settings that name programs they run (script-shell, yarnPath, pnpm's hooks).
   ...[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"],
   ...[".gitmodules", "**/.gitattributes"]

@@ -7478,8 +7478,15 @@ function absolutePath(path) {
 var LOADER_LISTS = {
   LD_LIBRARY_PATH: { split: /[:;]/, keep: isAbsolute },
   LD_PRELOAD: { split: /[:\s]/, keep: (e) => isAbsolute(e) || !e.includes("/") },
-  LD_AUDIT: { split: /:/, keep: (e) => isAbsolute(e) || !e.includes("/") }
+  LD_AUDIT: { split: /:/, keep: (e) => isAbsolute(e) || !e.includes("/") },
+  // glibc's: converters it loads, message catalogues it reads.
+  GCONV_PATH: { split: /:/, keep: isAbsolute },
+  NLSPATH: { split: /:/, keep: isAbsolute }
 };
+var SINGLE_PATHS = [
+  ...["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR"],
+  ...["LOCPATH", "BASH_ENV", "ENV"]
+];
 function withoutRelativePaths(env) {
   let out = env;
   const set2 = (name2, value) => {
@@ -7489,6 +7496,10 @@ function withoutRelativePaths(env) {
     else out[name2] = value;
   };
   if (env.PATH !== void 0) set2("PATH", absolutePath(env.PATH));
+  for (const name2 of SINGLE_PATHS) {
+    const value = env[name2];
+    if (value !== void 0 && !isAbsolute(value)) set2(name2, void 0);
+  }
   for (const [name2, list] of Object.entries(LOADER_LISTS)) {
     const value = env[name2];
     if (value === void 0) continue;
@@ -29061,7 +29072,8 @@ var AUTOMATION = [
   // extensions run, and can let its agent run commands unasked).
   ...[".envrc", ".vscode/**", ".devcontainer/**", ".devcontainer.json"],
   // Coding agents' project settings: hooks and MCP servers that run when one starts in the folder.
-  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", "opencode.json", "opencode.jsonc"],
+  ...[".claude/**", ".mcp.json", ".gemini/**", ".cursor/**", ".qwen/**", ".codex/**", ".opencode/**"],
+  ...["opencode.json", "opencode.jsonc", ".aider.conf.yml"],
   // Package managers' settings that name programs they run (script-shell, yarnPath, pnpm's hooks).
   ...[".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"],
   ...[".gitmodules", "**/.gitattributes"]
@@ -38123,6 +38135,10 @@ async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGl
     added = await add();
     if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
   }
+  await own3.exec(["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", `:(literal)${RUNS_FOLDER}`], {
+    workTree: workspace,
+    index
+  });
   const specs = protectedGlobs.map((g) => `:(glob)${g}`);
   let protectedChanged = [];
   if (specs.length > 0) {
@@ -39958,7 +39974,7 @@ import { isAbsolute as isAbsolute9, join as join29, resolve as resolve7 } from "
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
 import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm17, stat as stat8 } from "node:fs/promises";
-import { homedir as homedir6, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname as dirname12, isAbsolute as isAbsolute8, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
@@ -40107,7 +40123,7 @@ async function closedPlaces(v) {
   return [...said.values()];
 }
 function hiddenRoots(v) {
-  return [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
+  return [realpathSync3("/tmp"), ...hiddenPlaces(v.env), v.repo, ...v.private].filter((r) => r && r !== "/");
 }
 async function closedTo(path, user, from) {
   const parts = path.split("/").filter(Boolean);
