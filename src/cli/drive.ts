@@ -26,15 +26,24 @@ export function sandboxLine(open: OpenRun): string {
     : `OFF, ${open.isolation.label.replace(/^off /, '')}: agents run with your user's rights`;
 }
 
-/** Drives the open run until it finishes, stops or is interrupted; its exit code. */
+/**
+ * Drives the open run until it finishes, stops or is interrupted; its exit code. Under the run's
+ * lock throughout, its reports too: across the outage waits (each drive inside takes it again), and
+ * until the last report is written, so that no resume starts from a state this process still moves.
+ */
 export async function driveRun(open: OpenRun, io: Io): Promise<number> {
-  let release: (() => Promise<void>) | undefined;
+  const release = await open.store.lock();
+  try {
+    return await driveLocked(open, io);
+  } finally {
+    await release();
+  }
+}
+
+async function driveLocked(open: OpenRun, io: Io): Promise<number> {
   let view: ReturnType<typeof progressView> | undefined;
   let result: Awaited<ReturnType<typeof drive>>;
   try {
-    // Held across the outage waits too: the run is this process's till it ends (status says so, a
-    // resume is refused), and each drive inside takes it again. Taken before the view's timer starts.
-    release = await open.store.lock();
     // The monotonic clock: a wall clock set back (NTP after a laptop wakes) would count backwards.
     const start = performance.now();
     const shown = progressView(io.stdout, start, () => performance.now(), io.env ?? process.env);
@@ -53,7 +62,6 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
     throw e;
   } finally {
     view?.close();
-    await release?.();
   }
   open.state = result.state;
   if (result.stopped) {

@@ -4,7 +4,7 @@ import { UserError } from '../core/errors.js';
 import { bestBranch } from '../core/names.js';
 import { setupFailed } from '../core/state.js';
 import { retryStopped, runStop } from '../core/stop.js';
-import { openRun, retryStop } from '../local/start.js';
+import { type OpenRun, openRun, retryStop } from '../local/start.js';
 import type { Parsed } from './args.js';
 import { driveRun, printResult, sandboxLine } from './drive.js';
 import { str } from './flags.js';
@@ -19,6 +19,24 @@ export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<num
       `run ${open.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; ` +
         `move the folder back to go on with it, or start a new run here: forkflush run ${dir}`,
     );
+  const driver = await open.store.driver();
+  if (driver !== null)
+    throw new UserError(
+      `run ${open.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`,
+    );
+  // The run's lock from here to the end, and the state read again under it: a run that finished or
+  // was interrupted between the first read and now was resumed from the stale one (a finished run's
+  // rounds settled again, an interrupted episode counted as killed and charged its whole allowance).
+  const release = await open.store.lock();
+  try {
+    open.state = await open.store.load();
+    return await resumeLocked(open, io);
+  } finally {
+    await release();
+  }
+}
+
+async function resumeLocked(open: OpenRun, io: Io): Promise<number> {
   if (open.state.status === 'finished') {
     io.stdout.write(`run ${open.state.id} is already finished.\n`);
     // The best branch as the state has it, before the result names it: a power cut can leave git's
@@ -37,11 +55,6 @@ export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<num
     }
     return printResult(open, io);
   }
-  const driver = await open.store.driver();
-  if (driver !== null)
-    throw new UserError(
-      `run ${open.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`,
-    );
   const stop = runStop(open.state);
   if (stop && !retryStopped(open.state)) {
     // Nothing a resume could do: the run keeps its config, and the stop says what needs a new run.
