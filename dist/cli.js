@@ -43061,11 +43061,17 @@ function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
 async function driveRun(open4, io) {
-  let release2;
+  const release2 = await open4.store.lock();
+  try {
+    return await driveLocked2(open4, io);
+  } finally {
+    await release2();
+  }
+}
+async function driveLocked2(open4, io) {
   let view;
   let result;
   try {
-    release2 = await open4.store.lock();
     const start2 = performance.now();
     const shown = progressView(io.stdout, start2, () => performance.now(), io.env ?? process.env);
     view = shown;
@@ -43086,7 +43092,6 @@ the run is saved: after the fix, continue it with ${continueWith}`;
     throw e;
   } finally {
     view?.close();
-    await release2?.();
   }
   open4.state = result.state;
   if (result.stopped) {
@@ -43206,6 +43211,20 @@ async function resumeCommand(dir, p, io) {
     throw new UserError(
       `run ${open4.state.id} was made in ${made}, which is gone (the folder moved?): a run cannot go on from another folder; move the folder back to go on with it, or start a new run here: forkflush run ${dir}`
     );
+  const driver = await open4.store.driver();
+  if (driver !== null)
+    throw new UserError(
+      `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
+    );
+  const release2 = await open4.store.lock();
+  try {
+    open4.state = await open4.store.load();
+    return await resumeLocked(open4, io);
+  } finally {
+    await release2();
+  }
+}
+async function resumeLocked(open4, io) {
   if (open4.state.status === "finished") {
     io.stdout.write(`run ${open4.state.id} is already finished.
 `);
@@ -43222,11 +43241,6 @@ Take it home by its commit (git merge --no-overwrite-ignore ${best.commit}), or 
     }
     return printResult(open4, io);
   }
-  const driver = await open4.store.driver();
-  if (driver !== null)
-    throw new UserError(
-      `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
-    );
   const stop3 = runStop(open4.state);
   if (stop3 && !retryStopped(open4.state)) {
     io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
