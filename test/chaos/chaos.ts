@@ -13,6 +13,7 @@ import { haltsOnGitHub, retryStopped, runStop } from '../../src/core/stop.js';
 import { resultCommit, viewOf } from '../../src/github/record.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
+import { prng } from './prng.js';
 
 const ISSUE = 7;
 const RUN = `issue-${ISSUE}`;
@@ -32,31 +33,6 @@ export interface Outcome {
   steps: string[];
   /** Requests the app made. */
   requests: number;
-}
-
-/** mulberry32: a small, fast PRNG, enough to pick faults. */
-export function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    chance: (p: number) => next() < p,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T,
-    shuffle: <T>(xs: T[]): T[] => {
-      for (let i = xs.length - 1; i > 0; i--) {
-        const j = Math.floor(next() * (i + 1));
-        [xs[i], xs[j]] = [xs[j] as T, xs[i] as T];
-      }
-      return xs;
-    },
-  };
 }
 
 type Fate = 'ok' | 'fail' | 'hang' | 'twice';

@@ -43,6 +43,7 @@ import {
   processesUnder,
   processesWith,
 } from '../attacks/helpers.js';
+import { prng } from '../chaos/prng.js';
 
 afterAll(cleanupAttackTemps);
 beforeAll(async () => {
@@ -51,23 +52,8 @@ beforeAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A small seeded generator (mulberry32): the whole kill schedule of an iteration comes from its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T,
-    chance: (p: number) => next() < p,
-  };
-}
+/** The seeded generator the GitHub chaos uses: the whole kill schedule of an iteration comes from its seed. */
+const rng = prng;
 
 // The agent: its delay and its number come from the test's seed, the episode's seed and the how-many-th
 // start of the episode this is (counted in the logs folder), so a rerun after a kill may score
@@ -643,6 +629,26 @@ function bwrapGate(): { env: NodeJS.ProcessEnv; reached: () => boolean; open: ()
   };
 }
 
+/**
+ * `forkflush run` of a task with `held`'s agent held (its hold file), and, once `ready` says the
+ * run is there, a resume of it that waits at its sandbox probe (bwrapGate); `started` gets each
+ * CLI as it starts, for the row's cleanup.
+ */
+async function resumeAtGate(t: Task, held: string, ready: (run: Cli) => boolean, started: Cli[]) {
+  const cwd = join(t.dir, '..');
+  writeFileSync(join(t.logs, `hold-${held}`), '');
+  const run = await startCli(['run', t.dir, '--seed', '1'], cwd);
+  started.push(run);
+  expect(await until(() => ready(run) || run.child.exitCode !== null, 120_000)).toBe(true);
+  expect(run.child.exitCode, run.out().slice(-1500)).toBeNull();
+  const gate = bwrapGate();
+  const resume = await startCli(['resume', t.dir], cwd, gate.env);
+  started.push(resume);
+  const reached = await until(() => gate.reached() || resume.child.exitCode !== null, 60_000);
+  expect(reached && resume.child.exitCode === null, `the resume never reached its probe: ${resume.out()}`).toBe(true);
+  return { run, resume, gate };
+}
+
 describeSandboxed('a resume started while the run it would continue is ending', () => {
   // `resume` reads state.json (openRun), probes the sandbox, asks whether a process drives the
   // run, and only then takes the lock (driveRun), driving the state it read first. Here the run
@@ -661,22 +667,14 @@ describeSandboxed('a resume started while the run it would continue is ending', 
   it('reads the state again under the lock: the finished run is left as it was (seed 7001)', async () => {
     const seed = 7001;
     const t = makeTask(seed, rng(seed), { total: 20 });
-    const cwd = join(t.dir, '..');
     const last = 'r8.b0';
-    writeFileSync(join(t.logs, `hold-${last}`), '');
-    const run = await startCli(['run', t.dir, '--seed', '1'], cwd);
-    let resume: Cli | undefined;
+    const started: Cli[] = [];
     try {
-      expect(
-        await until(() => new RegExp(`${last} started`).test(run.out()) || run.child.exitCode !== null, 120_000),
-      ).toBe(true);
-      expect(run.child.exitCode, run.out().slice(-1500)).toBeNull();
-      const gate = bwrapGate();
-      const waiting = await startCli(['resume', t.dir], cwd, gate.env);
-      resume = waiting;
-      const reached = await until(() => gate.reached() || waiting.child.exitCode !== null, 60_000);
-      expect(reached && waiting.child.exitCode === null, `the resume never reached its probe: ${waiting.out()}`).toBe(
-        true,
+      const { run, resume, gate } = await resumeAtGate(
+        t,
+        last,
+        (r) => new RegExp(`${last} started`).test(r.out()),
+        started,
       );
       // The run's last episode goes on, and the run finishes.
       rmSync(join(t.logs, `hold-${last}`));
@@ -697,8 +695,7 @@ describeSandboxed('a resume started while the run it would continue is ending', 
       expect.soft(git(t.dir, 'rev-parse', `refs/heads/${bestBranch(done.id)}`), said).toBe(done.best?.commit);
       expect(resumed.code === 0 && /already finished/.test(resumed.out), said).toBe(true);
     } finally {
-      if (resume) signal(resume, 'KILL-group');
-      signal(run, 'KILL-group');
+      for (const cli of started) signal(cli, 'KILL-group');
     }
   }, 240_000);
 });
@@ -713,23 +710,15 @@ describeSandboxed('Ctrl-C, and at once a resume', () => {
   it('a resume drives the state the stopped run saved, not the one it read first (seed 7002)', async () => {
     const seed = 7002;
     const t = makeTask(seed, rng(seed), { total: 20 });
-    const cwd = join(t.dir, '..');
     const held = 'r1.b0';
-    writeFileSync(join(t.logs, `hold-${held}`), '');
-    const run = await startCli(['run', t.dir, '--seed', '1'], cwd);
-    let resume: Cli | undefined;
+    const started: Cli[] = [];
     try {
       // The episode's agent runs (its start is saved before it runs), held.
-      expect(
-        await until(() => existsSync(join(t.logs, `starts-${held}`)) || run.child.exitCode !== null, 120_000),
-      ).toBe(true);
-      expect(run.child.exitCode, run.out().slice(-1500)).toBeNull();
-      const gate = bwrapGate();
-      const waiting = await startCli(['resume', t.dir], cwd, gate.env);
-      resume = waiting;
-      const reached = await until(() => gate.reached() || waiting.child.exitCode !== null, 60_000);
-      expect(reached && waiting.child.exitCode === null, `the resume never reached its probe: ${waiting.out()}`).toBe(
-        true,
+      const { run, resume, gate } = await resumeAtGate(
+        t,
+        held,
+        () => existsSync(join(t.logs, `starts-${held}`)),
+        started,
       );
       signal(run, 'INT');
       const ran = await run.ended;
@@ -748,8 +737,7 @@ describeSandboxed('Ctrl-C, and at once a resume', () => {
       expect.soft(episode?.killedStarts, `${held} counted as killed: ${said}`).toBeUndefined();
       expect(episode?.interruptedSpent, said).toBe(stopped?.interruptedSpent);
     } finally {
-      if (resume) signal(resume, 'KILL-group');
-      signal(run, 'KILL-group');
+      for (const cli of started) signal(cli, 'KILL-group');
     }
   }, 240_000);
 });
