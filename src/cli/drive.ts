@@ -52,11 +52,7 @@ async function driveLocked(open: OpenRun, io: Io): Promise<number> {
   } catch (e) {
     // What failed unforeseen is the run's end for now, not its loss: every finished episode is saved.
     const continueWith = `forkflush resume ${open.info.taskDir} --run ${open.state.id}`;
-    const full = await diskFull(e, [open.store.path()]);
-    if (full) {
-      io.stderr.write(`\nforkflush: the disk is full (${full}): free some space\nthen: ${continueWith}\n`);
-      return 1;
-    }
+    if (await saidDiskFull(e, open, io)) return 1;
     if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
       e.message += `\nthe run is saved: after the fix, continue it with ${continueWith}`;
     throw e;
@@ -89,6 +85,16 @@ async function driveLocked(open: OpenRun, io: Io): Promise<number> {
     return 130;
   }
   return printResult(open, io);
+}
+
+/** Whether `e` is a full disk under the run folder; if so it is said, with the command that goes on once there is room. */
+export async function saidDiskFull(e: unknown, open: OpenRun, io: Io): Promise<boolean> {
+  const full = await diskFull(e, [open.store.path()]);
+  if (full)
+    io.stderr.write(
+      `\nforkflush: the disk is full (${full}): free some space\nthen: forkflush resume ${open.info.taskDir} --run ${open.state.id}\n`,
+    );
+  return full !== null;
 }
 
 /** Drives the run, and again after each outage wait: a provider's outage at night is waited out, a few times, before the run ends. */

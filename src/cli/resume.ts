@@ -6,7 +6,7 @@ import { setupFailed } from '../core/state.js';
 import { retryStopped, runStop } from '../core/stop.js';
 import { type OpenRun, openRun, retryStop } from '../local/start.js';
 import type { Parsed } from './args.js';
-import { driveRun, printResult, sandboxLine } from './drive.js';
+import { driveRun, printResult, saidDiskFull, sandboxLine } from './drive.js';
 import { str } from './flags.js';
 import type { Io } from './io.js';
 
@@ -27,7 +27,14 @@ export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<num
   // The run's lock from here to the end, and the state read again under it: a run that finished or
   // was interrupted between the first read and now was resumed from the stale one (a finished run's
   // rounds settled again, an interrupted episode counted as killed and charged its whole allowance).
-  const release = await open.store.lock();
+  let release: () => Promise<void>;
+  try {
+    release = await open.store.lock();
+  } catch (e) {
+    // The lock is the first file a resume writes: a disk that filled since the run stopped says so here.
+    if (await saidDiskFull(e, open, io)) return 1;
+    throw e;
+  }
   try {
     open.state = await open.store.load();
     return await resumeLocked(open, io);
