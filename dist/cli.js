@@ -43078,14 +43078,7 @@ async function driveLocked2(open4, io) {
     result = await driveThroughOutages(open4, io, (e) => shown.onEvent(e));
   } catch (e) {
     const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
-    const full = await diskFull(e, [open4.store.path()]);
-    if (full) {
-      io.stderr.write(`
-forkflush: the disk is full (${full}): free some space
-then: ${continueWith}
-`);
-      return 1;
-    }
+    if (await saidDiskFull(e, open4, io)) return 1;
     if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
       e.message += `
 the run is saved: after the fix, continue it with ${continueWith}`;
@@ -43123,6 +43116,17 @@ interrupted: finished episodes are saved. Continue with: forkflush resume ${open
     return 130;
   }
   return printResult(open4, io);
+}
+async function saidDiskFull(e, open4, io) {
+  const full = await diskFull(e, [open4.store.path()]);
+  if (full)
+    io.stderr.write(
+      `
+forkflush: the disk is full (${full}): free some space
+then: forkflush resume ${open4.info.taskDir} --run ${open4.state.id}
+`
+    );
+  return full !== null;
 }
 async function driveThroughOutages(open4, io, onEvent) {
   const once2 = () => drive(open4.state, {
@@ -43216,7 +43220,13 @@ async function resumeCommand(dir, p, io) {
     throw new UserError(
       `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
     );
-  const release2 = await open4.store.lock();
+  let release2;
+  try {
+    release2 = await open4.store.lock();
+  } catch (e) {
+    if (await saidDiskFull(e, open4, io)) return 1;
+    throw e;
+  }
   try {
     open4.state = await open4.store.load();
     return await resumeLocked(open4, io);
