@@ -1,6 +1,7 @@
 // The snapshot: an episode's workspace as forkflush's own git records it (its .gitignore applies,
-// with setup's outputs, what running code writes and the runs folder's name left out), protected paths put back as they
-// are at the base, and what could not be recorded (a file over GitHub's size limit) refused.
+// with setup's outputs, what running code writes and the runs folder's name left out), protected
+// paths put back as they are at the base, and what could not be recorded (a file over GitHub's
+// size limit) refused.
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import {
   RECORDED_CHANGES_MAX_BYTES,
