@@ -39050,12 +39050,7 @@ var EpisodeFloor = class {
 
 // src/local/runner.ts
 async function drive(initial, o) {
-  const release2 = await o.store.lock();
-  try {
-    return await driveLocked(initial, o);
-  } finally {
-    await release2();
-  }
+  return o.store.locked(() => driveLocked(initial, o));
 }
 async function driveLocked(initial, options) {
   const d = await Driver.open(initial, options);
@@ -39758,6 +39753,15 @@ var RunStore = class _RunStore {
       });
     }
     throw new UserError(`could not take the lock ${file2}`);
+  }
+  /** `fn` under the run's lock (lock), released however it ends. */
+  async locked(fn) {
+    const release2 = await this.lock();
+    try {
+      return await fn();
+    } finally {
+      await release2();
+    }
   }
   async release(file2) {
     const holds = (heldLocks.get(file2) ?? 1) - 1;
@@ -40743,8 +40747,7 @@ async function openRun(dir, id) {
 }
 async function retryStop(open4) {
   if (!retryStopped(open4.state)) return null;
-  const release2 = await open4.store.lock();
-  try {
+  return open4.store.locked(async () => {
     const saved = await open4.store.load();
     const retried = retryStopped(saved);
     if (!retried) {
@@ -40755,9 +40758,7 @@ async function retryStop(open4) {
     await open4.store.save(retried.state);
     open4.state = retried.state;
     return retried.episodes[0]?.round ?? null;
-  } finally {
-    await release2();
-  }
+  });
 }
 async function taskFolder(dir) {
   const s = await stat11(dir).catch(() => null);
@@ -43061,12 +43062,7 @@ function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
 async function driveRun(open4, io) {
-  const release2 = await open4.store.lock();
-  try {
-    return await driveLocked2(open4, io);
-  } finally {
-    await release2();
-  }
+  return open4.store.locked(() => driveLocked2(open4, io));
 }
 async function driveLocked2(open4, io) {
   let view;

@@ -32,12 +32,7 @@ export function sandboxLine(open: OpenRun): string {
  * until the last report is written, so that no resume starts from a state this process still moves.
  */
 export async function driveRun(open: OpenRun, io: Io): Promise<number> {
-  const release = await open.store.lock();
-  try {
-    return await driveLocked(open, io);
-  } finally {
-    await release();
-  }
+  return open.store.locked(() => driveLocked(open, io));
 }
 
 async function driveLocked(open: OpenRun, io: Io): Promise<number> {

@@ -45,12 +45,7 @@ export interface DriveResult {
 }
 
 export async function drive(initial: RunState, o: DriveOptions): Promise<DriveResult> {
-  const release = await o.store.lock();
-  try {
-    return await driveLocked(initial, o);
-  } finally {
-    await release();
-  }
+  return o.store.locked(() => driveLocked(initial, o));
 }
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {

@@ -330,8 +330,7 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
 export async function retryStop(open: OpenRun): Promise<number | null> {
   if (!retryStopped(open.state)) return null;
   // Under the run's lock, on the state as saved: another process may have driven it meanwhile.
-  const release = await open.store.lock();
-  try {
+  return open.store.locked(async () => {
     const saved = await open.store.load();
     const retried = retryStopped(saved);
     if (!retried) {
@@ -342,9 +341,7 @@ export async function retryStop(open: OpenRun): Promise<number | null> {
     await open.store.save(retried.state);
     open.state = retried.state;
     return retried.episodes[0]?.round ?? null;
-  } finally {
-    await release();
-  }
+  });
 }
 
 /** The task's folder, real: one with files to work on (a bare repository has none). */

@@ -154,6 +154,16 @@ export class RunStore {
     throw new UserError(`could not take the lock ${file}`);
   }
 
+  /** `fn` under the run's lock (lock), released however it ends. */
+  async locked<T>(fn: () => Promise<T>): Promise<T> {
+    const release = await this.lock();
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+
   private async release(file: string): Promise<void> {
     const holds = (heldLocks.get(file) ?? 1) - 1;
     if (holds > 0) return void heldLocks.set(file, holds);
