@@ -1,6 +1,56 @@
 // The model's key masked in what an upstream answers (egress-proxy.ts routes): a header value, and
 // a body as it streams, same length, so that a key the upstream echoes never reaches the agent.
-import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+
+type Headers = Record<string, string | string[]>;
+
+/**
+ * An upstream's answer as the agent may see it: its headers and body with the secrets masked, a
+ * compressed body decoded first (the mask reads plain bytes, and an upstream may compress though it
+ * was asked not to); or why it cannot be relayed: an encoding that cannot be searched for the key.
+ */
+export function masked(
+  body: Readable,
+  headers: Headers,
+  secrets: Buffer[],
+): { headers: Headers; body: Readable } | { problem: string } {
+  const decode = decoders(headers['content-encoding']);
+  if (!decode) {
+    const encoding = maskHeader(headers['content-encoding'] ?? '', secrets);
+    return {
+      problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`,
+    };
+  }
+  const out: Headers = {};
+  // A decoded body has neither its encoding nor its length.
+  for (const [k, v] of Object.entries(headers))
+    if (decode.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
+  const mask = new Mask(secrets);
+  pipeline([body, ...decode, mask], () => {});
+  return { headers: out, body: mask };
+}
+
+/**
+ * What turns an answer's body into plain bytes, in order, by its Content-Encoding; null when an
+ * encoding is one forkflush cannot decode. Lenient at a cut end, as browsers and undici are (a
+ * stream the upstream ended early is not an error).
+ */
+function decoders(encoding: string | string[] | undefined): Transform[] | null {
+  const names = [encoding ?? '']
+    .flat()
+    .join(',')
+    .split(',')
+    .map((s) => s.trim().toLowerCase());
+  const out: Transform[] = [];
+  for (const name of names.filter((n) => n !== '' && n !== 'identity').reverse()) {
+    if (name === 'gzip' || name === 'x-gzip') out.push(createGunzip({ finishFlush: constants.Z_SYNC_FLUSH }));
+    else if (name === 'deflate') out.push(createInflate({ finishFlush: constants.Z_SYNC_FLUSH }));
+    else if (name === 'br') out.push(createBrotliDecompress({ finishFlush: constants.BROTLI_OPERATION_FLUSH }));
+    else return null;
+  }
+  return out;
+}
 
 /** The key in a header value, masked. */
 export function maskHeader(v: string | string[], secrets: Buffer[]): string | string[] {

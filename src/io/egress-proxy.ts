@@ -26,7 +26,7 @@ import {
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
 } from '../core/bounds.js';
-import { Mask, maskHeader } from './egress-mask.js';
+import { masked } from './egress-mask.js';
 import {
   dial,
   isInternal,
@@ -374,14 +374,14 @@ function relay(
 ): void {
   up.on('response', (answerMsg: IncomingMessage) => {
     watch.reached();
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(answerMsg.headers)) {
-      if (v === undefined || HOP.includes(k)) continue;
-      headers[k] = secrets && secrets.length > 0 ? maskHeader(v, secrets) : v;
+    const headers = forwarded(answerMsg.headers);
+    const out = secrets && secrets.length > 0 ? masked(answerMsg, headers, secrets) : { headers, body: answerMsg };
+    if ('problem' in out) {
+      answerMsg.resume();
+      return answer(res, 502, `forkflush: ${out.problem}`);
     }
-    res.writeHead(answerMsg.statusCode ?? 502, headers);
-    const body = secrets && secrets.length > 0 ? answerMsg.pipe(new Mask(secrets)) : answerMsg;
-    body.pipe(res);
+    res.writeHead(answerMsg.statusCode ?? 502, out.headers);
+    out.body.on('error', () => res.destroy()).pipe(res);
     answerMsg.on('error', () => res.destroy());
   });
   // The agent hung up first: the upstream's error that follows is its doing, not the upstream's.
@@ -402,7 +402,7 @@ function relay(
   req.pipe(up);
 }
 
-/** The headers of an agent's request that go on: none of one connection's, none for a proxy. */
+/** The headers of a request or an answer that go on: none of one connection's, none for a proxy. */
 function forwarded(headers: IncomingMessage['headers']): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.includes(k)) out[k] = v;

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, request, type Server } from 'node:h
 import { type AddressInfo, connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
 import { startEgress } from '../../src/worker/egress.js';
@@ -31,6 +32,17 @@ async function upstream(): Promise<{ port: number; seen: Seen[]; connects: strin
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
       if (req.url?.endsWith('/echo'))
         return void res.writeHead(200, { 'x-echo': String(req.headers['x-api-key']) }).end(JSON.stringify(req.headers));
+      // /packed/<encoding>: the echo compressed though the proxy asked for none (gzip streamed in two writes).
+      const packed = /\/packed\/([\w-]+)$/.exec(req.url ?? '')?.[1];
+      if (packed) {
+        const text = `{"error": "bad key ${String(req.headers['x-api-key'])}"}`;
+        const pack = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync }[packed] ?? Buffer.from;
+        const body = pack(text);
+        res.writeHead(400, { 'content-encoding': packed, 'content-length': String(body.length) });
+        res.write(body.subarray(0, 12));
+        setTimeout(() => res.end(body.subarray(12)), 50);
+        return;
+      }
       if (req.url?.endsWith('/split')) {
         res.writeHead(200, { 'content-length': String(KEY.length + 4) });
         res.write(`[${KEY.slice(0, 9)}`);
@@ -142,6 +154,23 @@ describe('a model route', () => {
     const split = await get(port, '/split', { 'x-api-key': PLACEHOLDER });
     expect(split.body).toBe(`[${'*'.repeat(KEY.length)}]..`);
     expect(up.seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+  });
+
+  // Failed before its fix: an upstream that compressed its answer anyway (a gateway that ignores
+  // accept-encoding) passed the key it echoed through the mask, which searched compressed bytes.
+  it('masks the key in an answer the upstream compressed anyway (gzip, deflate, br); refuses an encoding it cannot read', async () => {
+    const p = await proxyWith({ routes: [route()] });
+    const port = p.listeners.model as number;
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const r = await get(port, `/packed/${encoding}`, { 'x-api-key': PLACEHOLDER });
+      expect(r.status, encoding).toBe(400);
+      expect(r.headers['content-encoding'], encoding).toBeUndefined();
+      expect(r.body, encoding).toBe(`{"error": "bad key ${'*'.repeat(KEY.length)}"}`);
+    }
+    const unknown = await get(port, '/packed/zstd', { 'x-api-key': PLACEHOLDER });
+    expect(unknown.status).toBe(502);
+    expect(unknown.body).toContain("cannot be searched for the model's key (zstd)");
+    expect(unknown.body).not.toContain(KEY);
   });
 
   it("without keys (a login's own credentials), passes requests as they are", async () => {
