@@ -205,10 +205,11 @@ export function readCostState(transcript: string): Tally | null {
   return last;
 }
 
-/** Anthropic's counts (its input without the cache's reads and writes) as a model's use. */
+/** Anthropic's counts (its input without the cache's reads and writes) as a model's use; one there but not a number is NaN (unsure, never 0). */
 function use(input: unknown, read: unknown, wrote: unknown, output: unknown) {
-  const [r, w] = [num(read) ?? 0, num(wrote) ?? 0];
-  return { input: (num(input) ?? 0) + r + w, cached: r, written: w, output: num(output) ?? 0 };
+  const n = (v: unknown) => (v === undefined || v === null ? 0 : (num(v) ?? Number.NaN));
+  const [r, w] = [n(read), n(wrote)];
+  return { input: n(input) + r + w, cached: r, written: w, output: n(output) };
 }
 
 /** `modelUsage` as a tally (a model whose price Claude Code did not know: cost null). */

@@ -8,7 +8,15 @@ import { type AgentFailure, couldNotStart, failureOf, recognizeFailure } from '.
 import { isRecord } from '../core/json.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
-import { believableFigures, overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
+import {
+  believableFigures,
+  overrunReason,
+  type Spent,
+  settleBounds,
+  spendOf,
+  unsureFigures,
+  usageOf,
+} from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
 import { anySet, hasLogin, installLogins, removeLogins } from '../io/logins.js';
 import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
@@ -144,12 +152,16 @@ export async function runSession<S>(
 
   const measured = s.unit === 'tokens' || s.unit === 'usd';
   const outcome: AgentOutcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1000 };
+  const said = spec.finalMessage(r.stdout)?.trim();
   if (spent) notes.push(...(spent.notes ?? []));
   if (spent?.spend !== undefined) outcome.reportedSpend = spent.spend;
   else if (spent) {
+    // A session that ended well with the model's last words: the model answered.
+    const doubt = unsureFigures(spent.tally, exit === 'finished' && Boolean(said));
+    if (doubt) notes.push(doubt);
     outcome.usage = usageOf(spent);
-    outcome.reportedSpend = spent.unsure ? null : spendOf(s, outcome.usage);
-    if (spent.unsure && measured) notes.push('the spend is unknown');
+    outcome.reportedSpend = spent.unsure || doubt ? null : spendOf(s, outcome.usage);
+    if ((spent.unsure || doubt) && measured) notes.push('the spend is unknown');
   } else if (!(r.stopped === null && couldNotStart(r))) {
     const why = cli.noUsage?.();
     if (why) notes.push(why);
@@ -159,8 +171,7 @@ export async function runSession<S>(
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join('; ');
   if (failure) outcome.failure = failure;
-  const words =
-    exit === 'finished' || exit === 'budget' ? spec.finalMessage(r.stdout)?.trim().split('\n').at(-1) : null;
+  const words = exit === 'finished' || exit === 'budget' ? said?.split('\n').at(-1) : null;
   if (words) outcome.lastWords = words.trim().slice(0, 200);
   return outcome;
 }

@@ -59,6 +59,21 @@ function counts(u: Omit<ModelUse, 'costUsd'>): Omit<ModelUse, 'costUsd'> {
   return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
 }
 
+/**
+ * Why figures read from a CLI cannot be taken as its spend, or null. A count below zero or not a
+ * number (a broken provider's usage) would be netted against the rest; a model that answered with no
+ * input counted (a provider that reports no usage: a call always reads its prompt) would be a certain 0.
+ */
+export function unsureFigures(tally: Tally, answered: boolean): string | null {
+  for (const [model, m] of Object.entries(tally))
+    for (const f of [...FIELDS, 'costUsd'] as const) {
+      const v = m[f];
+      if (v !== null && !(Number.isFinite(v) && v >= 0)) return `${model}'s ${f} was reported as ${v}, which cannot be`;
+    }
+  const input = Object.values(tally).reduce((n, m) => n + m.input, 0);
+  return answered && input === 0 ? 'the model answered, but no input tokens were reported for it' : null;
+}
+
 export function sumTallies(...tallies: (Tally | null)[]): Tally {
   const out: Tally = {};
   for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);

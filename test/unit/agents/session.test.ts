@@ -10,7 +10,18 @@ import type { AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
 import { adapterOf, loginMissing, openContext } from '../../../src/agents/runner.js';
 import { defineSpec } from '../../../src/agents/spec.js';
 import type { Config } from '../../../src/core/config.js';
-import { believableFigures, ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/core/usage.js';
+import {
+  addUse,
+  believableFigures,
+  type ModelUse,
+  ownShare,
+  settleBounds,
+  shareOf,
+  spentSince,
+  type Tally,
+  unsureFigures,
+  usageOf,
+} from '../../../src/core/usage.js';
 import { followLog, GrowingFile } from '../../../src/io/agent-reads.js';
 
 let tmp = '';
@@ -106,6 +117,23 @@ describe('believableFigures', () => {
     expect(r.note).toBe(
       'the agent reported usage that cannot be (Infinity tokens in, 1 out, $-0.5, 1.5 turns): not taken',
     );
+  });
+});
+
+describe('unsureFigures', () => {
+  const use = (u: Partial<ModelUse>): Tally =>
+    addUse({}, 'm', { input: 1200, output: 80, calls: 1, costUsd: null, ...u });
+  it('takes counts that can be, and says why not for one below zero, not a number, or a model that answered with no input', () => {
+    expect(unsureFigures(use({}), true)).toBeNull();
+    expect(unsureFigures({}, false)).toBeNull();
+    expect(unsureFigures(use({ output: -4000 }), true)).toBe("m's output was reported as -4000, which cannot be");
+    expect(unsureFigures(use({ input: Number.NaN }), true)).toBe("m's input was reported as NaN, which cannot be");
+    expect(unsureFigures(use({ costUsd: -0.06 }), true)).toBe("m's costUsd was reported as -0.06, which cannot be");
+    expect(unsureFigures(use({ input: 0, output: 0 }), true)).toBe(
+      'the model answered, but no input tokens were reported for it',
+    );
+    // A CLI that ended without an answer (its key refused) spent nothing that can be counted.
+    expect(unsureFigures(use({ input: 0, output: 0 }), false)).toBeNull();
   });
 });
 
