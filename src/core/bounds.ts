@@ -181,6 +181,13 @@ export const GRADE_SERVICE_MAX_CONNECTIONS = 64;
 export const TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
 /** The longest delay Node's timers keep (2^31 - 1 ms); a longer one fires after 1 ms. */
 export const TIMER_MAX_MS = 2 ** 31 - 1;
+/**
+ * How often a command's time limit counts awake time (io/awake.ts), and the most one count takes:
+ * a longer step is this process stopped or its machine frozen, time no command could use. A busy
+ * machine's timers run a second or so late; what a late tick loses only lengthens a limit.
+ */
+export const AWAKE_TICK_MS = 500;
+export const AWAKE_STEP_MAX_MS = 2_000;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
 /**

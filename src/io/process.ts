@@ -15,8 +15,8 @@ import {
   SECOND_SIGNAL_AFTER_MS,
   STOP_ALL_GRACE_MS,
   STOP_GRACE_MS,
-  TIMER_MAX_MS,
 } from '../core/bounds.js';
+import { afterAwake } from './awake.js';
 import { withoutRelativePaths } from './executables.js';
 import { keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
@@ -146,11 +146,9 @@ function spawnAndWait(
     const child = startChild(file, args, options, confined);
     // 2. How it is stopped: for time, for the abort signal, or for a log that is full.
     const stopper = stopperFor(child, options, confined);
-    // Clamped: Node fires a longer timer at once (a config's timeouts are bounded well below it).
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => stopper.stop('timeout'), Math.min(options.timeoutMs, TIMER_MAX_MS));
+    // In awake time: a stop of forkflush, or a freeze of the machine, is no time the command used.
+    const cancelLimit =
+      options.timeoutMs === undefined ? undefined : afterAwake(options.timeoutMs, () => stopper.stop('timeout'));
     const onAbort = () => stopper.stop(String(options.signal?.reason ?? 'aborted'));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -161,7 +159,7 @@ function spawnAndWait(
     child.stdin.end(options.input ?? '');
     // 5. Its end: the result as it is once the output is given up, handed over once the log is closed.
     const settle = (ended: Ended, spawnError: string | undefined): RunResult => {
-      clearTimeout(timer);
+      cancelLimit?.();
       stopper.clear();
       options.signal?.removeEventListener('abort', onAbort);
       const logProblem = output.log?.problem();

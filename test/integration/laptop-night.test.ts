@@ -1,0 +1,161 @@
+// A laptop left running overnight: forkflush stopped under its feet (Ctrl-Z in its terminal, or the
+// whole process tree frozen as a paused VM or container freezes it) while a judge grades a branch.
+// The real CLI as a child process, a command agent, the real sandbox. A branch whose grader printed
+// its score within its time must keep that score, whatever happened to forkflush's clock meanwhile.
+//
+// Tried and held (not rows here): `resume` from another terminal while the driving `run` is
+// SIGSTOPped is refused ("is being driven by process N", exit 2); `status` meanwhile reads the run;
+// two `run`s started in the same second in one repository get two run ids (…-2) and both finish
+// with their own branches; an agent that finished while forkflush was stopped keeps its score
+// (its exit is recorded as "timeout", a mislabel only).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  cleanupAttackTemps,
+  currentCli,
+  describeSandboxed,
+  makeAttackRepo,
+  newestRunState,
+  processesWith,
+  unique,
+} from '../attacks/helpers.js';
+
+afterAll(cleanupAttackTemps);
+beforeAll(async () => {
+  await currentCli();
+}, 120_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `ok()` or the deadline; whether it held. */
+async function until(ok: () => boolean, ms: number, every = 20): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (ok()) return true;
+    await sleep(every);
+  }
+  return ok();
+}
+
+interface Cli {
+  child: ChildProcess;
+  out: () => string;
+  ended: Promise<{ code: number | null; out: string }>;
+}
+
+/** `forkflush ARGS` as a child process leading a group of its own, as a shell's job does. */
+async function startCli(args: string[], cwd: string): Promise<Cli> {
+  const cli = await currentCli();
+  const child = spawn(process.execPath, [cli, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', TMPDIR: process.env.TMPDIR },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const ended = new Promise<{ code: number | null; out: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, out })),
+  );
+  return { child, out: () => out, ended };
+}
+
+/** Every live descendant of `root`, from /proc. */
+function descendants(root: number): number[] {
+  const kids = new Map<number, number[]>();
+  for (const n of readdirSync('/proc')) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const st = readFileSync(`/proc/${n}/stat`, 'utf8');
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(n)]);
+    } catch {}
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of kids.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+const signal = (pids: number[], sig: NodeJS.Signals) => {
+  for (const p of pids) {
+    try {
+      process.kill(p, sig);
+    } catch {}
+  }
+};
+
+const GRADER_TIMEOUT_S = 6;
+
+/** A single-run task: the agent writes 7, the grader (marked by `mark`) prints it after `pause` s. */
+function task(mark: string, pause: number) {
+  return makeAttackRepo({
+    agent: `sh -c 'echo 7 > value.txt; echo "{\\"spent\\": 6}" > "$FORKFLUSH_USAGE_FILE"'`,
+    grader: `sh grade.sh ${mark}`,
+    graderTimeout: GRADER_TIMEOUT_S,
+    files: { 'grade.sh': `sleep ${pause}\ncat value.txt\n: "$1"\n` },
+  });
+}
+
+/** Resolves once the judge's grader of the first episode runs (not the initial grading's). */
+async function judgeRunning(cli: Cli, mark: string): Promise<void> {
+  expect(await until(() => / started \(/.test(cli.out()), 90_000)).toBe(true);
+  expect(await until(() => processesWith(mark).length > 0, 90_000, 5)).toBe(true);
+}
+
+describeSandboxed('a laptop left running overnight, forkflush stopped while a judge grades', () => {
+  // Ctrl-Z in forkflush's terminal stops forkflush alone (its commands lead groups of their own):
+  // the judge's grader goes on, prints 7 and exits 0 in half a second. Failed before its fix: after
+  // `fg`, once the stop outlasted grader.timeout, the episode got "no score: the grader timed out
+  // after 6 s" and the run ended "No episode beat the initial workspace" (exit 1): the limit's timer
+  // ran before the child's exit was read. Limits now count awake time (io/awake.ts).
+  it('keeps the score of a grader that printed it and exited while forkflush was stopped (Ctrl-Z, then fg)', async () => {
+    const mark = unique('grader');
+    const repo = task(mark, 0.5);
+    const cli = await startCli(['run', repo.dir], repo.dir);
+    await judgeRunning(cli, mark);
+    const stoppedAt = Date.now();
+    process.kill(cli.child.pid as number, 'SIGSTOP');
+    expect(await until(() => processesWith(mark).length === 0, 30_000)).toBe(true);
+    // Past grader.timeout since the grader started, as a night-long stop is.
+    await sleep(Math.max(0, GRADER_TIMEOUT_S * 1000 + 3000 - (Date.now() - stoppedAt)));
+    process.kill(cli.child.pid as number, 'SIGCONT');
+    const end = await cli.ended;
+    const result = newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.result;
+    expect(result?.reason).toBeUndefined();
+    expect(result?.score).toBe(7);
+    expect(end.code).toBe(0);
+  }, 180_000);
+
+  // The whole tree frozen (forkflush, bwrap, the grader: a paused VM or container, whose monotonic
+  // clock moves on) for longer than grader.timeout, one second into a grader that needs one
+  // second: thawed, it prints 7 at once. Failed before its fix: "no score: the grader timed out
+  // after 6 s" (graderSeconds ~ the freeze). Time the whole machine was frozen is no time the grader
+  // used: a grader that ran within grader.timeout of awake time keeps its score.
+  it('keeps the score of a grader whose time ran out only while the whole machine was frozen', async () => {
+    const mark = unique('grader');
+    const repo = task(mark, 1);
+    const cli = await startCli(['run', repo.dir], repo.dir);
+    await judgeRunning(cli, mark);
+    const pid = cli.child.pid as number;
+    const tree = [pid, ...descendants(pid)];
+    signal(tree, 'SIGSTOP');
+    signal(descendants(pid), 'SIGSTOP');
+    await sleep(GRADER_TIMEOUT_S * 1000 + 3000);
+    // Thawed together, the commands first (as a VM's processes all go on at once).
+    signal([...descendants(pid), ...tree.slice(1)], 'SIGCONT');
+    process.kill(pid, 'SIGCONT');
+    const end = await cli.ended;
+    const result = newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.result;
+    expect(result?.reason).toBeUndefined();
+    expect(result?.score).toBe(7);
+    expect(end.code).toBe(0);
+  }, 180_000);
+});
