@@ -28,6 +28,8 @@ export interface ActionSettings {
   workflowRunUrl: string | null;
   /** This job's workflow run (GITHUB_RUN_ID), or null outside a run. */
   workflowRunId: number | null;
+  /** Its attempt (GITHUB_RUN_ATTEMPT): 1, and one more for each re-run of the workflow run. */
+  runAttempt: number;
 }
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
@@ -62,6 +64,7 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null,
     workflowRunUrl: workflowRunUrl(server, repository, env),
     workflowRunId: /^\d+$/.test(env.GITHUB_RUN_ID?.trim() ?? '') ? Number(env.GITHUB_RUN_ID) : null,
+    runAttempt: /^\d+$/.test(env.GITHUB_RUN_ATTEMPT?.trim() ?? '') ? Number(env.GITHUB_RUN_ATTEMPT) : 1,
   };
 }
 

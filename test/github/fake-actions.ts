@@ -41,6 +41,8 @@ export interface FakeRun {
   status: 'queued' | 'in_progress' | 'completed';
   conclusion: 'success' | 'failure' | 'cancelled' | null;
   jobs: FakeJob[];
+  /** GitHub's run_attempt: 1, and one more for each re-run. */
+  attempt: number;
 }
 
 export interface RunnerContext {
@@ -92,6 +94,7 @@ export class FakeActions {
       status: 'queued',
       conclusion: null,
       jobs: [],
+      attempt: 1,
     };
     for (const job of spec.jobs) {
       run.jobs.push({
@@ -126,6 +129,15 @@ export class FakeActions {
     }
     Object.assign(run, { status: 'completed', conclusion: 'cancelled' });
     return true;
+  }
+
+  /** "Re-run failed jobs" in the Actions tab: the same run (its id kept), its next attempt, its failed jobs queued again. */
+  rerunFailedJobs(runId: number): void {
+    const run = this.runs.find((r) => r.id === runId);
+    if (run?.status !== 'completed') throw new Error(`workflow run ${runId} is not completed: no re-run`);
+    Object.assign(run, { status: 'queued', conclusion: null, attempt: run.attempt + 1 });
+    for (const job of run.jobs)
+      if (job.conclusion !== 'success') Object.assign(job, { status: 'queued', conclusion: null, log: '' });
   }
 
   /**
@@ -187,7 +199,7 @@ export class FakeActions {
       GITHUB_REPOSITORY_OWNER: this.ctx.owner,
       GITHUB_RUN_ID: String(run.id),
       GITHUB_RUN_NUMBER: '1',
-      GITHUB_RUN_ATTEMPT: '1',
+      GITHUB_RUN_ATTEMPT: String(run.attempt),
       GITHUB_JOB: job.spec.key,
       GITHUB_WORKFLOW: run.name,
       GITHUB_EVENT_NAME: 'workflow_dispatch',

@@ -641,7 +641,7 @@ export class FakeGitHub {
       path: `.github/workflows/${run.workflowId}`,
       display_title: run.displayTitle,
       run_number: run.id - 9_000_000,
-      run_attempt: 1,
+      run_attempt: run.attempt,
       event: 'workflow_dispatch',
       status: run.status,
       conclusion: run.conclusion,
