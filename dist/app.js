@@ -51830,7 +51830,7 @@ var githubRunProgress = external_exports.object({
    * the nightly rounds run on their behalf, while they keep write access.
    */
   startedBy: external_exports.string().min(1).optional(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
+  /** The night of the last nightly round: the day (YYYY-MM-DD, UTC) of the hour mark its tick served. */
   lastNightly: external_exports.string().nullable(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: external_exports.string().optional(),
@@ -56306,13 +56306,13 @@ function problemList(problems) {
 }
 
 // src/github/nightly.ts
-async function nightly(ctx, clock = () => ctx.now, rounds = true) {
+async function nightly(ctx, clock = () => ctx.now, rounds = true, night) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
   let active = false;
   for (const run2 of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
-      const tick = await nightlyRun({ ...ctx, now: clock() }, run2, rounds);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run2, rounds, night);
       if (tick.synced) touched.push(run2);
       active ||= tick.active;
     } catch (e) {
@@ -56351,11 +56351,11 @@ async function takingTurns(ctx, runs) {
   const day2 = (run2) => last.get(run2) ?? "";
   return [...runs].sort((a, b) => day2(a).localeCompare(day2(b)));
 }
-async function nightlyRun(ctx, run2, rounds) {
+async function nightlyRun(ctx, run2, rounds, night) {
   const stored = await ctx.api.loadRun(stateRef(run2));
   if (!stored || stored.files.stopped) return { synced: false, active: false };
-  const today = ctx.now.toISOString().slice(0, 10);
-  const wantsRound = rounds && extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const thisNight = night ?? ctx.now.toISOString().slice(0, 10);
+  const wantsRound = rounds && extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== thisNight;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
   let state;
   if (skip) {
@@ -56369,7 +56369,7 @@ async function nightlyRun(ctx, run2, rounds) {
     }
   } else if (wantsRound) {
     const { nightlySkipped: _told, ...rest } = stored.files;
-    const files = { ...rest, lastNightly: today };
+    const files = { ...rest, lastNightly: thisNight };
     const asked = requestFork(stored.state);
     const sha2 = await ctx.api.saveRun(stateRef(run2), asked, files, stored.sha, "forkflush: nightly round");
     state = await syncStored(ctx, { state: asked, files, sha: sha2 });
@@ -56932,7 +56932,7 @@ function forkflushApp(options2 = {}) {
     );
   };
 }
-async function tickInstallation(octokit, now, recordKey, logger, { rounds }) {
+async function tickInstallation(octokit, now, recordKey, logger, { rounds, night }) {
   const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
   for (const r of repos) {
     const log = logger.child({ repository: r.full_name });
@@ -56941,7 +56941,8 @@ async function tickInstallation(octokit, now, recordKey, logger, { rounds }) {
       const touched = await nightly(
         { api, now: now(), log: (line, fields) => log.info(fields ?? {}, line) },
         now,
-        rounds
+        rounds,
+        night
       );
       const what = rounds ? "nightly tick" : "repair";
       if (touched.length > 0)
@@ -56988,7 +56989,7 @@ function startNightly(app, hour, recordKey, now = () => /* @__PURE__ */ new Date
     const due = lastHourMark(now(), hour);
     if (busy || due <= done) return;
     busy = true;
-    tickInstallations(app, now, recordKey).then(() => {
+    tickInstallations(app, now, recordKey, new Date(due).toISOString().slice(0, 10)).then(() => {
       done = due;
     }).catch((e) => app.log.error(e, "forkflush: the nightly tick could not list the installations")).finally(() => {
       busy = false;
@@ -57001,7 +57002,7 @@ function lastHourMark(at, hour) {
   const mark = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate(), hour);
   return mark <= at.getTime() ? mark : mark - 24 * HOUR_MS;
 }
-async function tickInstallations(app, now, recordKey) {
+async function tickInstallations(app, now, recordKey, night) {
   const clock = typeof now === "function" ? now : () => now;
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
@@ -57010,7 +57011,7 @@ async function tickInstallations(app, now, recordKey) {
     try {
       const octokit = await app.auth(installation.id);
       const log = app.log.child({ installation: installation.id });
-      await tickInstallation(octokit, clock, recordKey, log, { rounds: true });
+      await tickInstallation(octokit, clock, recordKey, log, { rounds: true, ...night ? { night } : {} });
     } catch (e) {
       app.log.error(
         { err: e, installation: installation.id },

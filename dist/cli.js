@@ -609,8 +609,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -718,13 +718,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count3 = 0;
+        let count4 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count3)
-            count3 = c;
+          if (c > count4)
+            count4 = c;
         }
-        return count3;
+        return count4;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -3677,8 +3677,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count3, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count3);
+          for (const { count: count4, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count4);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -3755,12 +3755,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count3 = 1;
+        let count4 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count3);
+        const pointer = " ".repeat(ci) + "^".repeat(count4);
         error62.message += `:
 
 ${lineStr}
@@ -3885,8 +3885,8 @@ var require_resolve_props = __commonJS({
             hasSpace = false;
         }
       }
-      const last = tokens[tokens.length - 1];
-      const end = last ? last.offset + last.source.length : offset;
+      const last2 = tokens[tokens.length - 1];
+      const end = last2 ? last2.offset + last2.source.length : offset;
       if (reqSpace && next && next.type !== "space" && next.type !== "newline" && next.type !== "comma" && (next.type !== "scalar" || next.source !== "")) {
         onError(next.offset, "MISSING_CHAR", "Tags and anchors must be separated from the next token by white space");
       }
@@ -4734,9 +4734,9 @@ var require_resolve_flow_scalar = __commonJS({
         }
         pos = line.lastIndex;
       }
-      const last = /[ \t]*(.*)/sy;
-      last.lastIndex = pos;
-      match = last.exec(source);
+      const last2 = /[ \t]*(.*)/sy;
+      last2.lastIndex = pos;
+      match = last2.exec(source);
       return res + sep4 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
@@ -6643,12 +6643,12 @@ var require_parser = __commonJS({
               yield* this.pop(token);
           }
           if ((top.type === "document" || top.type === "block-map" || top.type === "block-seq") && (token.type === "block-map" || token.type === "block-seq")) {
-            const last = token.items[token.items.length - 1];
-            if (last && !last.sep && !last.value && last.start.length > 0 && findNonEmptyIndex(last.start) === -1 && (token.indent === 0 || last.start.every((st) => st.type !== "comment" || st.indent < token.indent))) {
+            const last2 = token.items[token.items.length - 1];
+            if (last2 && !last2.sep && !last2.value && last2.start.length > 0 && findNonEmptyIndex(last2.start) === -1 && (token.indent === 0 || last2.start.every((st) => st.type !== "comment" || st.indent < token.indent))) {
               if (top.type === "document")
-                top.end = last.start;
+                top.end = last2.start;
               else
-                top.items.push({ start: last.start });
+                top.items.push({ start: last2.start });
               token.items.splice(-1, 1);
             }
           }
@@ -6772,8 +6772,8 @@ var require_parser = __commonJS({
             this.onKeyLine = false;
             if (it.value) {
               const end = "end" in it.value ? it.value.end : void 0;
-              const last = Array.isArray(end) ? end[end.length - 1] : void 0;
-              if (last?.type === "comment")
+              const last2 = Array.isArray(end) ? end[end.length - 1] : void 0;
+              if (last2?.type === "comment")
                 end?.push(this.sourceToken);
               else
                 map2.items.push({ start: [this.sourceToken] });
@@ -6965,8 +6965,8 @@ var require_parser = __commonJS({
           case "newline":
             if (it.value) {
               const end = "end" in it.value ? it.value.end : void 0;
-              const last = Array.isArray(end) ? end[end.length - 1] : void 0;
-              if (last?.type === "comment")
+              const last2 = Array.isArray(end) ? end[end.length - 1] : void 0;
+              if (last2?.type === "comment")
                 end?.push(this.sourceToken);
               else
                 seq.items.push({ start: [this.sourceToken] });
@@ -7421,6 +7421,8 @@ var DISK_FULL_BELOW_INODES = 1e3;
 var GRADE_SERVICE_MAX_CONNECTIONS = 64;
 var TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
 var TIMER_MAX_MS = 2 ** 31 - 1;
+var AWAKE_TICK_MS = 500;
+var AWAKE_STEP_MAX_MS = 2e3;
 var INIT_GRADER_TIMEOUT_SECONDS = 300;
 var WORKING_TREE_MAX_FILES = 2e4;
 var WORKING_TREE_MAX_BYTES = 1 * GiB;
@@ -7447,6 +7449,46 @@ var SMOKE_TIMEOUT_SECONDS = 180;
 // src/io/process.ts
 import { spawn as spawn3 } from "node:child_process";
 import { createWriteStream } from "node:fs";
+
+// src/io/awake.ts
+var awake = 0;
+var last = performance.now();
+var ticker = null;
+var waiting = 0;
+function count() {
+  const now = performance.now();
+  awake += Math.min(now - last, AWAKE_STEP_MAX_MS);
+  last = now;
+  return awake;
+}
+function afterAwake(ms, fn) {
+  if (waiting++ === 0) {
+    count();
+    ticker = setInterval(count, AWAKE_TICK_MS).unref();
+  }
+  const end = count() + ms;
+  let timer;
+  let done = false;
+  const cancel = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    if (--waiting === 0 && ticker) {
+      clearInterval(ticker);
+      ticker = null;
+    }
+  };
+  const check2 = () => {
+    const left = end - count();
+    if (left > 0) timer = setTimeout(check2, Math.min(left, TIMER_MAX_MS));
+    else {
+      cancel();
+      fn();
+    }
+  };
+  timer = setTimeout(check2, Math.min(ms, TIMER_MAX_MS));
+  return cancel;
+}
 
 // src/io/executables.ts
 import { constants } from "node:fs";
@@ -7706,8 +7748,8 @@ var UidPool = class {
   }
 };
 function rangeConflict(f2) {
-  const last = UID_RANGE.first + UID_RANGE.size - 1;
-  const inRange = (id) => id >= UID_RANGE.group && id <= last;
+  const last2 = UID_RANGE.first + UID_RANGE.size - 1;
+  const inRange = (id) => id >= UID_RANGE.group && id <= last2;
   for (const [file2, text] of [
     ["passwd", f2.passwd],
     ["group", f2.group]
@@ -7723,11 +7765,11 @@ function rangeConflict(f2) {
     ["subgid", f2.subgid]
   ]) {
     for (const line of text.split("\n")) {
-      const [name2, start2, count3] = line.split(":").map((s) => s.trim());
-      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count3 ?? "")) continue;
+      const [name2, start2, count4] = line.split(":").map((s) => s.trim());
+      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count4 ?? "")) continue;
       const from = Number(start2);
-      if (from <= last && from + Number(count3) - 1 >= UID_RANGE.group)
-        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count3) - 1}`;
+      if (from <= last2 && from + Number(count4) - 1 >= UID_RANGE.group)
+        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count4) - 1}`;
     }
   }
   for (const [what, text] of [
@@ -7735,8 +7777,8 @@ function rangeConflict(f2) {
     ["gids", f2.gidMap]
   ]) {
     const covered = text.split("\n").some((line) => {
-      const [inside, , count3] = line.trim().split(/\s+/).map(Number);
-      return inside !== void 0 && count3 !== void 0 && inside <= UID_RANGE.group && inside + count3 - 1 >= last;
+      const [inside, , count4] = line.trim().split(/\s+/).map(Number);
+      return inside !== void 0 && count4 !== void 0 && inside <= UID_RANGE.group && inside + count4 - 1 >= last2;
     });
     if (!covered) return `this user namespace (a container) maps no ${what} as high as ${UID_RANGE.group}`;
   }
@@ -8216,7 +8258,7 @@ function spawnAndWait(file2, args, options, confined2) {
   return new Promise((resolve10) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
-    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), Math.min(options.timeoutMs, TIMER_MAX_MS));
+    const cancelLimit = options.timeoutMs === void 0 ? void 0 : afterAwake(options.timeoutMs, () => stopper.stop("timeout"));
     const onAbort = () => stopper.stop(String(options.signal?.reason ?? "aborted"));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -8225,7 +8267,7 @@ function spawnAndWait(file2, args, options, confined2) {
     });
     child.stdin.end(options.input ?? "");
     const settle2 = (ended, spawnError) => {
-      clearTimeout(timer);
+      cancelLimit?.();
       stopper.clear();
       options.signal?.removeEventListener("abort", onAbort);
       const logProblem = output2.log?.problem();
@@ -9727,14 +9769,14 @@ function codePointLength(str3) {
   const units = str3.length;
   if (!highSurrogate.test(str3))
     return units;
-  let count3 = units;
+  let count4 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str3.charCodeAt(i) & 64512) === 55296 && (str3.charCodeAt(i + 1) & 64512) === 56320) {
-      count3--;
+      count4--;
       i++;
     }
   }
-  return count3;
+  return count4;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -14117,8 +14159,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getBelarusianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -16765,8 +16807,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count3, one, many) {
-  return Math.abs(count3) === 1 ? one : many;
+function getArmenianPlural(count4, one, many) {
+  return Math.abs(count4) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -17855,11 +17897,11 @@ var capitalizeFirstCharacter = (text) => {
 };
 function getUnitTypeFromNumber(number5) {
   const abs = Math.abs(number5);
-  const last = abs % 10;
-  const last2 = abs % 100;
-  if (last2 >= 11 && last2 <= 19 || last === 0)
+  const last2 = abs % 10;
+  const last22 = abs % 100;
+  if (last22 >= 11 && last22 <= 19 || last2 === 0)
     return "many";
-  if (last === 1)
+  if (last2 === 1)
     return "one";
   return "few";
 }
@@ -19504,8 +19546,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count3, one, few, many) {
-  const absCount = Math.abs(count3);
+function getRussianPlural(count4, one, few, many) {
+  const absCount = Math.abs(count4);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -28554,8 +28596,8 @@ function inertCodeSpan(text) {
 function cutText(text, max, marker = "\u2026 (cut)") {
   if (text.length <= max) return text;
   let end = Math.max(0, max - marker.length);
-  const last = text.charCodeAt(end - 1);
-  if (last >= 55296 && last <= 56319) end--;
+  const last2 = text.charCodeAt(end - 1);
+  if (last2 >= 55296 && last2 <= 56319) end--;
   return `${text.slice(0, end)}${marker}`;
 }
 var BIDI = /* @__PURE__ */ new Set([8234, 8235, 8236, 8237, 8238, 8294, 8295, 8296, 8297]);
@@ -29009,9 +29051,9 @@ var limitsSchema = external_exports.strictObject({
 var WILDCARD = /[*?[]/;
 function normalGlob(glob) {
   const parts = glob.split("/").filter((part) => part !== "");
-  const last = parts.length - 1;
+  const last2 = parts.length - 1;
   const wild = parts.findIndex((part) => WILDCARD.test(part));
-  return parts.filter((part, i) => part !== "." || i === last && wild !== -1 && wild < i).join("/");
+  return parts.filter((part, i) => part !== "." || i === last2 && wild !== -1 && wild < i).join("/");
 }
 function matchesGlob(path, glob) {
   const pattern = normalGlob(glob);
@@ -29086,11 +29128,11 @@ function guardedFolders(files, globs) {
   for (const glob of globs) {
     const parts = normalGlob(glob).split("/");
     const wild = parts.findIndex((p) => /[*?[{]/.test(p));
-    const last = parts.length - 1;
+    const last2 = parts.length - 1;
     if (wild === -1 && (present.has(parts.join("/")) || folders.has(parts.join("/")))) continue;
-    const folder = parts.slice(0, wild === -1 ? last : wild).join("/");
+    const folder = parts.slice(0, wild === -1 ? last2 : wild).join("/");
     if (folder === "") continue;
-    if (wild !== -1 && (wild < last || parts[last]?.includes("**"))) {
+    if (wild !== -1 && (wild < last2 || parts[last2]?.includes("**"))) {
       for (const d of folders) if (d === folder || d.startsWith(`${folder}/`)) guarded.add(d);
     } else if (folders.has(folder)) guarded.add(folder);
   }
@@ -29120,7 +29162,7 @@ function lastText(text, read2) {
   }
   return out;
 }
-function count(v) {
+function count2(v) {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
 function str(v) {
@@ -29694,13 +29736,13 @@ function gaveNoResult(r) {
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count2 = external_exports.number().int().nonnegative();
+var count3 = external_exports.number().int().nonnegative();
 var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
   costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count2.nullable(),
+  turns: count3.nullable(),
   pricedFrom: external_exports.string().optional()
 });
 function validUsage(u) {
@@ -29748,9 +29790,9 @@ var resultSchema = external_exports.object({
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
-  round: count2,
-  branch: count2,
-  lineage: count2,
+  round: count3,
+  branch: count3,
+  lineage: count3,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
@@ -29765,14 +29807,14 @@ var episodeSchema = external_exports.object({
   interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
-  index: count2,
-  segment: count2,
+  index: count3,
+  segment: count3,
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
   decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
   extra: external_exports.boolean().optional(),
-  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count2 })).optional()
+  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count3 })).optional()
 });
 var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
@@ -29786,11 +29828,11 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId2.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count3, head: sha, context: episodeId2.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count2.optional(),
+  extraForks: count3.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var localRunSchema = external_exports.object({
@@ -29914,8 +29956,8 @@ function problem(issue2, record2) {
   for (const key2 of issue2.path.slice(0, -1)) {
     at = typeof at === "object" && at !== null ? at[key2] : void 0;
   }
-  const last = issue2.path.at(-1);
-  const absent = typeof at === "object" && at !== null && !(last in at);
+  const last2 = issue2.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last2 in at);
   return absent ? `missing (expected ${issue2.expected})` : issue2.message;
 }
 function versioned(file2, value) {
@@ -30639,14 +30681,14 @@ function randomFrom(seed) {
     return ((t ^ t >>> 14) >>> 0) / 4294967296;
   };
 }
-function pickIndices(n, count3, seed) {
+function pickIndices(n, count4, seed) {
   const random = randomFrom(seed);
   const order2 = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order2[i], order2[j]] = [order2[j], order2[i]];
   }
-  return order2.slice(0, count3).sort((a, b) => a - b);
+  return order2.slice(0, count4).sort((a, b) => a - b);
 }
 
 // src/core/schedule.ts
@@ -30716,8 +30758,8 @@ function nextLeaderRound(state) {
   const tiny = minEpisode(state);
   if (total - used <= tiny) return null;
   const points = segmentStarts(c);
-  const last = state.rounds.at(-1);
-  const segment = last ? last.segment : -1;
+  const last2 = state.rounds.at(-1);
+  const segment = last2 ? last2.segment : -1;
   const next = segment + 1;
   const startNext = () => openSegment(state, next, used);
   if (next < points.length && used >= points[next] - tiny) return startNext();
@@ -31026,11 +31068,11 @@ function plan(config2) {
   for (const round2 of state.rounds) {
     const spend = round2.episodes.reduce((s, e) => s + e.allowance, 0);
     cumulative += spend;
-    const last = phases.at(-1);
-    if (last && last.phase === round2.phase && last.kind === round2.kind) {
-      last.rounds += 1;
-      last.spend += spend;
-      last.cumulative = cumulative;
+    const last2 = phases.at(-1);
+    if (last2 && last2.phase === round2.phase && last2.kind === round2.kind) {
+      last2.rounds += 1;
+      last2.spend += spend;
+      last2.cumulative = cumulative;
       continue;
     }
     phases.push({
@@ -31226,13 +31268,13 @@ function gradedEpisodes(state) {
 }
 function unscoredSince(state) {
   const tried = gradedEpisodes(state);
-  const last = tried.findLast((e) => e.result?.score !== null);
+  const last2 = tried.findLast((e) => e.result?.score !== null);
   const decided = (e) => state.rounds.find((r) => r.index === e.round)?.decision !== void 0;
-  const since = tried.filter((e) => last && e.round > last.round && decided(e));
-  if (!last || since.length < CRASH_STREAK) return null;
+  const since = tried.filter((e) => last2 && e.round > last2.round && decided(e));
+  if (!last2 || since.length < CRASH_STREAK) return null;
   const reasons = [...new Set(since.map((e) => e.result?.reason ?? "no reason given"))];
   return {
-    what: (q) => `the grader scored none of the ${since.length} episodes since ${last.id} got one (${reasons.slice(0, 3).map(q).join("; ")})`,
+    what: (q) => `the grader scored none of the ${since.length} episodes since ${last2.id} got one (${reasons.slice(0, 3).map(q).join("; ")})`,
     fix: noScoreFix(since, reasons)
   };
 }
@@ -31297,7 +31339,7 @@ function crashedRun(state, open4) {
   return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
 }
 function crashStop(crashed, where, open4, agentTimeout, noWork) {
-  const last = crashed.at(-1)?.result;
+  const last2 = crashed.at(-1)?.result;
   if (crashed.every(overranIdle)) {
     const e = crashed.at(-1);
     return {
@@ -31312,12 +31354,12 @@ function crashStop(crashed, where, open4, agentTimeout, noWork) {
     return {
       stop: stop(
         2,
-        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
+        (q) => `the worker jobs of ${where} ended without a result, the last with ${q(last2?.reason ?? "no reason given")}, so the run stopped before it spent more: ${NO_RESULT_FIX}`
       ),
       retry: crashed.filter((e) => e.round === open4.index)
     };
   }
-  const words = (q) => last?.failure?.quote ? `the last with ${q(last.failure.quote)}` : last?.note ? `forkflush's note on the last: ${q(last.note)}` : "the last printing nothing";
+  const words = (q) => last2?.failure?.quote ? `the last with ${q(last2.failure.quote)}` : last2?.note ? `forkflush's note on the last: ${q(last2.note)}` : "the last printing nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
   const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
   const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
@@ -31651,11 +31693,11 @@ function tripletKey(t) {
 function heldOut(t, share2) {
   return fnv1a(tripletKey(t)) / 2 ** 32 < share2;
 }
-function newQuestions(ids, count3, answered, seed) {
+function newQuestions(ids, count4, answered, seed) {
   const points = [...new Set(ids)].sort();
   const n = points.length;
   const possible = n * (n - 1) * (n - 2) / 2;
-  const want = Math.min(count3, possible);
+  const want = Math.min(count4, possible);
   const have = new Set(answered);
   const inMap = new Set(points);
   let already = 0;
@@ -32482,9 +32524,9 @@ function parseManifest(text, where) {
 }
 function planCompare(p) {
   const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
-  const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
+  const count4 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
   const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
-  const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);
+  const seeds = Array.from({ length: count4 }, (_, i) => p.seed + i);
   const entries = [];
   for (const seed of seeds)
     for (const v of variants)
@@ -32881,8 +32923,8 @@ var GitStalledError = class extends GitError {
     super(args, null, "");
     this.ms = ms;
     this.blockedOn = blockedOn;
-    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
-    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
+    const waiting2 = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting2}`;
   }
   ms;
   blockedOn;
@@ -33190,11 +33232,11 @@ function bestLine(d, { px, py, off }, initialOff) {
   return [`<path d="${pts.join("")}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`];
 }
 function bestLabel(d, { plot, px, py }) {
-  const last = d.best.at(-1);
-  if (!last) return [];
-  const y = py(last.y);
+  const last2 = d.best.at(-1);
+  if (!last2) return [];
+  const y = py(last2.y);
   return [
-    `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`
+    `<text x="${f(px(last2.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last2.y, 6)}</text>`
   ];
 }
 function legend(d) {
@@ -33242,15 +33284,15 @@ function paddedRange(values) {
   const finite2 = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
   return [finite2(finite2(lo) - pad), finite2(finite2(hi) + pad)];
 }
-function ticks(lo, hi, count3 = 5) {
+function ticks(lo, hi, count4 = 5) {
   const half = hi / 2 - lo / 2;
   if (!(half > 0)) return [lo];
-  const raw = half / count3 * 2;
+  const raw = half / count4 * 2;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out = [];
-  const last = Math.floor(hi / step + 1e-9);
-  for (let i = Math.ceil(lo / step); i <= last && out.length <= count3 * 3; i++)
+  const last2 = Math.floor(hi / step + 1e-9);
+  for (let i = Math.ceil(lo / step); i <= last2 && out.length <= count4 * 3; i++)
     out.push(Number((i * step).toPrecision(12)));
   return out;
 }
@@ -34090,6 +34132,15 @@ function addUse(t, model, u) {
 function counts(u) {
   return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
 }
+function unsureFigures(tally2, answered) {
+  for (const [model, m] of Object.entries(tally2))
+    for (const f2 of [...FIELDS, "costUsd"]) {
+      const v = m[f2];
+      if (v !== null && !(Number.isFinite(v) && v >= 0)) return `${model}'s ${f2} was reported as ${v}, which cannot be`;
+    }
+  const input2 = Object.values(tally2).reduce((n, m) => n + m.input, 0);
+  return answered && input2 === 0 ? "the model answered, but no input tokens were reported for it" : null;
+}
 function sumTallies(...tallies) {
   const out = {};
   for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
@@ -34478,10 +34529,10 @@ function parseAiderOutput(text) {
     if (t)
       out.calls.push({ sent: tokens(t[1]), cacheWrite: tokens(t[2]), cacheHit: tokens(t[3]), received: tokens(t[4]) });
     const cost = COST.exec(line);
-    const last = out.calls.at(-1);
-    if (cost && last && last.messageCost === void 0) {
-      last.messageCost = Number(cost[1]);
-      last.sessionCost = Number(cost[2]);
+    const last2 = out.calls.at(-1);
+    if (cost && last2 && last2.messageCost === void 0) {
+      last2.messageCost = Number(cost[1]);
+      last2.sessionCost = Number(cost[2]);
     }
     out.model ??= MODEL.exec(line)?.[1];
     const error62 = ERROR.exec(line);
@@ -34759,14 +34810,15 @@ function resultOf(row) {
   };
 }
 function readCostState(transcript) {
-  let last = null;
+  let last2 = null;
   for (const row of jsonLines(transcript))
-    if (row.type === "cost-state") last = tallyOf(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
-  return last;
+    if (row.type === "cost-state") last2 = tallyOf(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
+  return last2;
 }
 function use(input2, read2, wrote, output2) {
-  const [r, w] = [num(read2) ?? 0, num(wrote) ?? 0];
-  return { input: (num(input2) ?? 0) + r + w, cached: r, written: w, output: num(output2) ?? 0 };
+  const n = (v) => v === void 0 || v === null ? 0 : num(v) ?? Number.NaN;
+  const [r, w] = [n(read2), n(wrote)];
+  return { input: n(input2) + r + w, cached: r, written: w, output: n(output2) };
 }
 function tallyOf(value, allUnknown) {
   if (!isRecord(value)) return null;
@@ -35257,10 +35309,10 @@ var copilot = defineSpec({
 });
 var eventsPath = (home, id) => join8(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
-  input: count(u.inputTokens),
-  cached: count(u.cacheReadTokens),
-  written: count(u.cacheWriteTokens),
-  output: count(u.outputTokens)
+  input: count2(u.inputTokens),
+  cached: count2(u.cacheReadTokens),
+  written: count2(u.cacheWriteTokens),
+  output: count2(u.outputTokens)
 });
 var creditsCost = (nanoAiu) => nanoAiu > 0 ? { costUsd: nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {};
 function readTotals(saved) {
@@ -35269,13 +35321,13 @@ function readTotals(saved) {
   for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
     if (isRecord(m))
       addUse(models, model, {
-        input: count(m.input ?? m.inputTokens),
-        cached: count(m.cached ?? m.cacheReadTokens),
-        written: count(m.written ?? m.cacheWriteTokens),
-        output: count(m.output ?? m.outputTokens),
-        calls: count(m.calls ?? m.requests)
+        input: count2(m.input ?? m.inputTokens),
+        cached: count2(m.cached ?? m.cacheReadTokens),
+        written: count2(m.written ?? m.cacheWriteTokens),
+        output: count2(m.output ?? m.outputTokens),
+        calls: count2(m.calls ?? m.requests)
       });
-  return { models, nanoAiu: count(v.nanoAiu) };
+  return { models, nanoAiu: count2(v.nanoAiu) };
 }
 function parseUsageFile(text) {
   let json2;
@@ -35289,9 +35341,9 @@ function parseUsageFile(text) {
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
     if (!isRecord(m)) continue;
     const u = isRecord(m.usage) ? m.usage : {};
-    addUse(models, model, { ...tokensOf(u), calls: count(isRecord(m.requests) ? m.requests.count : 0) });
+    addUse(models, model, { ...tokensOf(u), calls: count2(isRecord(m.requests) ? m.requests.count : 0) });
   }
-  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count(json2.totalNanoAiu) };
+  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
 }
 function sessionErrors(stdout) {
   return [...jsonLines(stdout)].flatMap(
@@ -35444,7 +35496,7 @@ function usageFromSessions(sessions, before) {
   return { tally: tally2 };
 }
 function tokenUse({ input: input2, tool, cached: cached2, output: output2, thoughts }) {
-  return { input: count(input2) + count(tool), cached: count(cached2), output: count(output2) + count(thoughts) };
+  return { input: count2(input2) + count2(tool), cached: count2(cached2), output: count2(output2) + count2(thoughts) };
 }
 async function contextTurns(contextDir, since, out) {
   let newest = null;
@@ -35620,7 +35672,7 @@ function usageFromStats(stats) {
     if (!isRecord(m) || !isRecord(m.tokens)) return null;
     addUse(tally2, model, tokenUse({ ...m.tokens, input: m.tokens.prompt, output: m.tokens.candidates }));
     const main2 = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
-    if (main2) turns += count(main2.totalRequests) - count(main2.totalErrors);
+    if (main2) turns += count2(main2.totalRequests) - count2(main2.totalErrors);
   }
   return { tally: tally2, turns };
 }
@@ -35666,14 +35718,14 @@ function geminiLog(text, out, other) {
       if (!isRecord(m)) continue;
       const api = isRecord(m.api) ? m.api : {};
       const t = isRecord(m.tokens) ? m.tokens : {};
-      const failed = count(api.totalErrors);
-      const calls = `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}`;
-      out.add(`model ${model}`, `${calls}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`);
+      const failed = count2(api.totalErrors);
+      const calls = `${count2(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}`;
+      out.add(`model ${model}`, `${calls}, ${count2(t.prompt)} in, ${count2(t.candidates) + count2(t.thoughts)} out`);
     }
     const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
     for (const [tool, t] of Object.entries(tools))
       if (isRecord(t))
-        out.add(`tool ${tool}`, `${count(t.count)} calls${count(t.fail) > 0 ? `, ${count(t.fail)} failed` : ""}`);
+        out.add(`tool ${tool}`, `${count2(t.count)} calls${count2(t.fail) > 0 ? `, ${count2(t.fail)} failed` : ""}`);
     if (r.error) out.add("error", `${r.error.type}: ${r.error.message}`);
     for (const w of r.warnings ?? []) out.add("warning", w);
   }
@@ -35747,8 +35799,8 @@ var opencode = defineSpec({
       (e) => e.type === "text" && isRecord(e.part) && typeof e.part.text === "string" ? [e.part] : []
     );
     if (parts.length === 0) return null;
-    const last = parts.at(-1)?.messageID;
-    return parts.flatMap((p) => p.messageID === last ? [p.text] : []).join("\n");
+    const last2 = parts.at(-1)?.messageID;
+    return parts.flatMap((p) => p.messageID === last2 ? [p.text] : []).join("\n");
   }
 });
 function opencodeEnv(e) {
@@ -35801,11 +35853,11 @@ function addEvents(run2, text) {
       const cache2 = isRecord(t.cache) ? t.cache : {};
       run2.steps++;
       run2.tokens.calls++;
-      run2.tokens.input += count(t.input) + count(cache2.read) + count(cache2.write);
-      run2.tokens.cached += count(cache2.read);
-      run2.tokens.written += count(cache2.write);
-      run2.tokens.output += count(t.output) + count(t.reasoning);
-      run2.costUsd += count(e.part.cost);
+      run2.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
+      run2.tokens.cached += count2(cache2.read);
+      run2.tokens.written += count2(cache2.write);
+      run2.tokens.output += count2(t.output) + count2(t.reasoning);
+      run2.costUsd += count2(e.part.cost);
     } else if (e.type === "error" && isRecord(e.error)) {
       const data = isRecord(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? "";
@@ -35863,9 +35915,9 @@ import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir6, realpath as realpath4, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
 import { join as join12 } from "node:path";
 var tokensOf2 = (u) => ({
-  input: count(u.input_tokens),
-  cached: count(u.cache_read_input_tokens),
-  output: count(u.output_tokens)
+  input: count2(u.input_tokens),
+  cached: count2(u.cache_read_input_tokens),
+  output: count2(u.output_tokens)
 });
 var AUTH_TYPES = { OPENAI_API_KEY: "openai", ANTHROPIC_API_KEY: "anthropic", GEMINI_API_KEY: "gemini" };
 var qwenCode = defineSpec({
@@ -35916,7 +35968,7 @@ var qwenCode = defineSpec({
       };
       await writeFile5(join12(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2.totals) ? record2.totals : null;
-      return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
+      return { id, baseline: t && { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) } };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -36069,12 +36121,15 @@ async function runSession(spec, agent, s) {
   }
   const measured = s.unit === "tokens" || s.unit === "usd";
   const outcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1e3 };
+  const said = spec.finalMessage(r.stdout)?.trim();
   if (spent2) notes.push(...spent2.notes ?? []);
   if (spent2?.spend !== void 0) outcome.reportedSpend = spent2.spend;
   else if (spent2) {
+    const doubt = unsureFigures(spent2.tally, exit === "finished" && Boolean(said));
+    if (doubt) notes.push(doubt);
     outcome.usage = usageOf(spent2);
-    outcome.reportedSpend = spent2.unsure ? null : spendOf(s, outcome.usage);
-    if (spent2.unsure && measured) notes.push("the spend is unknown");
+    outcome.reportedSpend = spent2.unsure || doubt ? null : spendOf(s, outcome.usage);
+    if ((spent2.unsure || doubt) && measured) notes.push("the spend is unknown");
   } else if (!(r.stopped === null && couldNotStart(r))) {
     const why = cli.noUsage?.();
     if (why) notes.push(why);
@@ -36084,7 +36139,7 @@ async function runSession(spec, agent, s) {
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join("; ");
   if (failure3) outcome.failure = failure3;
-  const words = exit === "finished" || exit === "budget" ? spec.finalMessage(r.stdout)?.trim().split("\n").at(-1) : null;
+  const words = exit === "finished" || exit === "budget" ? said?.split("\n").at(-1) : null;
   if (words) outcome.lastWords = words.trim().slice(0, 200);
   return outcome;
 }
@@ -36570,10 +36625,10 @@ async function runTries(input2) {
   const retries = [];
   let session = first;
   for (; ; ) {
-    let last = null;
+    let last2 = null;
     const spawn4 = async (file2, args, options) => {
-      last = await first.spawn(file2, args, options);
-      return last;
+      last2 = await first.spawn(file2, args, options);
+      return last2;
     };
     const refusedBefore = input2.refused?.count() ?? 0;
     const offline = new AbortController();
@@ -36588,7 +36643,7 @@ async function runTries(input2) {
       ...interrupted ? { interrupted: true } : {}
     });
     const cut = offline.signal.aborted ? input2.offline?.note() ?? "no allowed host could be reached" : null;
-    const failure3 = interrupted ? null : cut ? { kind: "network", quote: cut } : refusedCause(input2, refusedBefore, await recognise(input2, session, outcome, last));
+    const failure3 = interrupted ? null : cut ? { kind: "network", quote: cut } : refusedCause(input2, refusedBefore, await recognise(input2, session, outcome, last2));
     const done = (gaveUp) => ({
       outcome: merged(outcomes),
       tries,
@@ -36637,31 +36692,31 @@ function watchOffline(input2, stop3) {
   }, o.checkMs ?? EGRESS_UNREACHABLE_CHECK_MS);
   return () => clearInterval(timer);
 }
-async function recognise(input2, session, outcome, last) {
+async function recognise(input2, session, outcome, last2) {
   const spec = outcome.failure ?? null;
   if (spec && spec.kind !== "cli") return spec;
   if (outcome.exit !== "crash") return spec;
-  if (last === null) {
+  if (last2 === null) {
     const login = input2.agent.missingLogin(session.env);
     return login ? { kind: "auth", quote: quoteLine(login), fix: "log in as it says, then resume the run" } : { kind: "crash", quote: quoteLine(outcome.note ?? "the agent ended without running a program") };
   }
-  if (last.stopped !== null) return spec;
-  const text = `${last.stderr}
-${last.stdout}`;
+  if (last2.stopped !== null) return spec;
+  const text = `${last2.stderr}
+${last2.stdout}`;
   const missing = notFoundPaths(text);
   const hidden = missing.length > 0 ? await input2.hiddenCause?.(missing, text) : null;
   if (hidden) return hidden;
   if (spec) return spec;
-  const said = failureLine(last.stderr || last.stdout);
-  if (couldNotStart(last))
+  const said = failureLine(last2.stderr || last2.stdout);
+  if (couldNotStart(last2))
     return {
       kind: "cli",
-      quote: quoteLine(last.spawnError ?? `exit ${last.exitCode}: ${said || "no output"}`),
+      quote: quoteLine(last2.spawnError ?? `exit ${last2.exitCode}: ${said || "no output"}`),
       fix: GENERIC_FIX.cli
     };
-  const known = recognizeFailure(last.stderr.trim() ? last.stderr : last.stdout);
+  const known = recognizeFailure(last2.stderr.trim() ? last2.stderr : last2.stdout);
   if (known) return known;
-  const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
+  const how = last2.signal ? `signal ${last2.signal}` : `exit ${last2.exitCode}`;
   return { kind: "crash", quote: quoteLine(said ? `${how}: ${said}` : how) };
 }
 function refusedCause(input2, before, failure3) {
@@ -36672,13 +36727,13 @@ function refusedCause(input2, before, failure3) {
   return { kind: "egress", quote: failure3.quote, fix: `${note ? `${note}: ` : ""}${GENERIC_FIX.egress}` };
 }
 function merged(outcomes) {
-  const last = outcomes.at(-1);
-  if (outcomes.length === 1) return last;
+  const last2 = outcomes.at(-1);
+  if (outcomes.length === 1) return last2;
   const usages = outcomes.flatMap((o) => o.usage ? [o.usage] : []);
   const usage2 = usages.length > 0 ? usages.reduce(addUsage) : void 0;
   const notes = [...new Set(outcomes.flatMap((o) => o.note ? [o.note] : []))];
   return {
-    ...last,
+    ...last2,
     seconds: outcomes.reduce((s, o) => s + o.seconds, 0),
     ...usage2 ? { usage: usage2 } : {},
     ...notes.length > 0 ? { note: notes.join("; ") } : {}
@@ -36784,7 +36839,35 @@ import { join as join15 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-mask.ts
-import { Transform } from "node:stream";
+import { pipeline, Transform } from "node:stream";
+import { constants as constants3, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+function masked(body, headers, secrets) {
+  const decode3 = decoders(headers["content-encoding"]);
+  if (!decode3) {
+    const encoding = maskHeader(headers["content-encoding"] ?? "", secrets);
+    return {
+      problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`
+    };
+  }
+  const out = {};
+  for (const [k, v] of Object.entries(headers))
+    if (decode3.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
+  const mask = new Mask(secrets);
+  pipeline([body, ...decode3, mask], () => {
+  });
+  return { headers: out, body: mask };
+}
+function decoders(encoding) {
+  const names = [encoding ?? ""].flat().join(",").split(",").map((s) => s.trim().toLowerCase());
+  const out = [];
+  for (const name2 of names.filter((n) => n !== "" && n !== "identity").reverse()) {
+    if (name2 === "gzip" || name2 === "x-gzip") out.push(createGunzip({ finishFlush: constants3.Z_SYNC_FLUSH }));
+    else if (name2 === "deflate") out.push(createInflate({ finishFlush: constants3.Z_SYNC_FLUSH }));
+    else if (name2 === "br") out.push(createBrotliDecompress({ finishFlush: constants3.BROTLI_OPERATION_FLUSH }));
+    else return null;
+  }
+  return out;
+}
 function maskHeader(v, secrets) {
   const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
   return Array.isArray(v) ? v.map(mask) : mask(v);
@@ -36959,12 +37042,12 @@ function machineProxy(env) {
     }
   };
 }
-function limiter(most, waiting) {
+function limiter(most, waiting2) {
   let running2 = 0;
   const queue = [];
   return async (task) => {
     if (running2 < most) running2++;
-    else if (queue.length >= waiting) throw new Error("too many connections are being opened at once");
+    else if (queue.length >= waiting2) throw new Error("too many connections are being opened at once");
     else await new Promise((go) => queue.push(go));
     try {
       return await task();
@@ -37224,14 +37307,14 @@ function relayThroughProxy(req, res, via, url2, headers, secrets, watch) {
 function relay(req, res, up, secrets, watch) {
   up.on("response", (answerMsg) => {
     watch.reached();
-    const headers = {};
-    for (const [k, v] of Object.entries(answerMsg.headers)) {
-      if (v === void 0 || HOP.includes(k)) continue;
-      headers[k] = secrets && secrets.length > 0 ? maskHeader(v, secrets) : v;
+    const headers = forwarded2(answerMsg.headers);
+    const out = secrets && secrets.length > 0 ? masked(answerMsg, headers, secrets) : { headers, body: answerMsg };
+    if ("problem" in out) {
+      answerMsg.resume();
+      return answer(res, 502, `forkflush: ${out.problem}`);
     }
-    res.writeHead(answerMsg.statusCode ?? 502, headers);
-    const body = secrets && secrets.length > 0 ? answerMsg.pipe(new Mask(secrets)) : answerMsg;
-    body.pipe(res);
+    res.writeHead(answerMsg.statusCode ?? 502, out.headers);
+    out.body.on("error", () => res.destroy()).pipe(res);
     answerMsg.on("error", () => res.destroy());
   });
   let hungUp = false;
@@ -37476,18 +37559,18 @@ import { join as join16 } from "node:path";
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
   const lines2 = stdout.split("\n").map((l) => l.replace(/\r+$/, "")).map((l) => plainText(l.slice(l.lastIndexOf("\r") + 1)).trim());
-  const last = lines2.filter((l) => l !== "").at(-1);
-  if (last === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
+  const last2 = lines2.filter((l) => l !== "").at(-1);
+  if (last2 === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
   if (keptChars !== null && !stdout.trimEnd().includes("\n"))
     return {
       score: null,
       reason: `the grader's last line is longer than the ${keptChars.toLocaleString("en-US")} characters forkflush reads of its output: print the score on a line of its own, last`
     };
-  const shown = last.length > 80 ? `${last.slice(0, 77)}...` : last;
-  if (last.startsWith("{")) {
+  const shown = last2.length > 80 ? `${last2.slice(0, 77)}...` : last2;
+  if (last2.startsWith("{")) {
     let parsed;
     try {
-      parsed = JSON.parse(last);
+      parsed = JSON.parse(last2);
     } catch {
       return { score: null, reason: `the grader's last line is not valid JSON: ${shown}` };
     }
@@ -37497,10 +37580,10 @@ function parseScore(stdout, keptChars = null) {
     }
     return finite(value, shown);
   }
-  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(NaN|Infinity|inf|nan)$/i.test(last)) {
+  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(NaN|Infinity|inf|nan)$/i.test(last2)) {
     return { score: null, reason: `the grader's last line is not a number: ${shown}` };
   }
-  return finite(Number(last), shown);
+  return finite(Number(last2), shown);
 }
 function finite(value, shown) {
   if (!Number.isFinite(value)) return { score: null, reason: `the grader printed ${shown}, not a finite number` };
@@ -37685,7 +37768,7 @@ async function startGradeService(args) {
   };
 }
 function gradingServer(args, secret, closing) {
-  let count3 = 0;
+  let count4 = 0;
   let queue = Promise.resolve();
   const server = createServer2((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
@@ -37700,7 +37783,7 @@ function gradingServer(args, secret, closing) {
       if (closing.aborted) {
         return { exitCode: 3, stdout: "", stderr: "forkflush: the episode has ended; no more gradings\n" };
       }
-      if (count3 >= args.limit) {
+      if (count4 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -37709,7 +37792,7 @@ function gradingServer(args, secret, closing) {
 `
         };
       }
-      count3 += 1;
+      count4 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ${withoutJudgeOnly(args.config)}` : "";
@@ -37725,7 +37808,7 @@ ${withoutJudgeOnly(args.config)}` : "";
   });
   server.maxConnections = GRADE_SERVICE_MAX_CONNECTIONS;
   server.maxRequestsPerSocket = 1;
-  return { server, count: () => count3, queue: () => queue };
+  return { server, count: () => count4, queue: () => queue };
 }
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
@@ -38356,7 +38439,7 @@ import { join as join21 } from "node:path";
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
-import { constants as constants3 } from "node:fs";
+import { constants as constants4 } from "node:fs";
 import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile5, rename as rename5, rm as rm13, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
@@ -38562,7 +38645,7 @@ var COPY = {
   preserveTimestamps: true,
   force: true,
   errorOnExist: false,
-  mode: constants3.COPYFILE_FICLONE
+  mode: constants4.COPYFILE_FICLONE
 };
 async function exists(path) {
   return stat5(path).then(
@@ -40436,7 +40519,7 @@ async function onPath(name2, path) {
 }
 
 // src/local/run-place.ts
-import { constants as constants4 } from "node:fs";
+import { constants as constants5 } from "node:fs";
 import { access as access2, readFile as readFile10, realpath as realpath7, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
 async function runPlaceProblems(taskDir) {
@@ -40458,7 +40541,7 @@ async function runPlaceProblems(taskDir) {
     );
   return problems;
 }
-var writable = (path) => access2(path, constants4.W_OK).then(
+var writable = (path) => access2(path, constants5.W_OK).then(
   () => true,
   () => false
 );
@@ -41044,20 +41127,20 @@ async function chooseCompare(o) {
   let manifest = wanted;
   let resumed = false;
   if (o.resume) {
-    const last = found.at(-1);
-    if (!last)
+    const last2 = found.at(-1);
+    if (!last2)
       throw new UserError(
         `${taskDir} has no unfinished ${o.kind} to resume: start one with forkflush ${o.kind} ${o.dir}`
       );
-    if (last.configText !== configText2)
+    if (last2.configText !== configText2)
       throw new UserError(
-        `${file2} changed since ${o.kind} ${last.id} started: its runs must share one config; restore it, or start a new ${o.kind} (without --resume)`
+        `${file2} changed since ${o.kind} ${last2.id} started: its runs must share one config; restore it, or start a new ${o.kind} (without --resume)`
       );
-    if (last.baseCommit !== void 0 && last.baseCommit !== baseCommit)
+    if (last2.baseCommit !== void 0 && last2.baseCommit !== baseCommit)
       throw new UserError(
-        `the task is at commit ${baseCommit?.slice(0, 7) ?? "(none)"}, not ${last.baseCommit.slice(0, 7)} where ${o.kind} ${last.id} started: its runs must start from one commit to compare; check that commit out to resume, or start a new ${o.kind} (without --resume)`
+        `the task is at commit ${baseCommit?.slice(0, 7) ?? "(none)"}, not ${last2.baseCommit.slice(0, 7)} where ${o.kind} ${last2.id} started: its runs must start from one commit to compare; check that commit out to resume, or start a new ${o.kind} (without --resume)`
       );
-    [manifest, resumed] = [last, true];
+    [manifest, resumed] = [last2, true];
   } else {
     const same = found.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (same) [manifest, resumed] = [same, true];
@@ -42028,15 +42111,15 @@ ${text}
 ${fence}`;
 }
 function readTripletAnswer(text, strict) {
-  const last = text.split("\n").map((l) => l.trim()).filter((l) => l !== "").at(-1) ?? "";
-  if (last === "a" || last === "b") return { answer: last };
+  const last2 = text.split("\n").map((l) => l.trim()).filter((l) => l !== "").at(-1) ?? "";
+  if (last2 === "a" || last2 === "b") return { answer: last2 };
   if (!strict) {
-    const bare = last.replace(/^[*_`"'([{\s]+|[*_`"')\]}.!\s]+$/g, "");
+    const bare = last2.replace(/^[*_`"'([{\s]+|[*_`"')\]}.!\s]+$/g, "");
     const m = /^(?:(?:final\s+)?answer\s*[:=-]?|solution|option)?[\s*_`"'([{]*([ab])$/i.exec(bare);
     if (m?.[1]) return { answer: m[1].toLowerCase() };
   }
-  const plain = plainText(last);
-  const shown = last === "" ? "nothing" : `"${plain.length > 80 ? `${plain.slice(0, 80)}\u2026` : plain}"`;
+  const plain = plainText(last2);
+  const shown = last2 === "" ? "nothing" : `"${plain.length > 80 ? `${plain.slice(0, 80)}\u2026` : plain}"`;
   return {
     problem: `the judge's ${strict ? "last stdout line" : "final message"} was ${shown}, not "a" or "b"`
   };
@@ -43412,8 +43495,8 @@ async function statusCommand(dir, p, io) {
 `);
     return 0;
   }
-  const waiting = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : "";
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}${waiting}` : stop3 ? ", stopped" : ", interrupted";
+  const waiting2 = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : "";
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}${waiting2}` : stop3 ? ", stopped" : ", interrupted";
   io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);

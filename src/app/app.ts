@@ -59,7 +59,7 @@ export async function tickInstallation(
   now: () => Date,
   recordKey: Buffer | null,
   logger: Context['log'],
-  { rounds }: { rounds: boolean },
+  { rounds, night }: { rounds: boolean; night?: string },
 ): Promise<void> {
   const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
   for (const r of repos) {
@@ -70,6 +70,7 @@ export async function tickInstallation(
         { api, now: now(), log: (line, fields) => log.info(fields ?? {}, line) },
         now,
         rounds,
+        night,
       );
       const what = rounds ? 'nightly tick' : 'repair';
       if (touched.length > 0)

@@ -73,7 +73,8 @@ export function startNightly(
     const due = lastHourMark(now(), hour);
     if (busy || due <= done) return;
     busy = true;
-    tickInstallations(app, now, recordKey)
+    // The night is that of the hour mark: a restart by day serves the night's round only if no tick did.
+    tickInstallations(app, now, recordKey, new Date(due).toISOString().slice(0, 10))
       .then(() => {
         done = due;
       })
@@ -101,6 +102,7 @@ export async function tickInstallations(
   app: Probot,
   now: Date | (() => Date),
   recordKey: Buffer | null,
+  night?: string,
 ): Promise<void> {
   const clock = typeof now === 'function' ? now : () => now;
   const asApp = await app.auth();
@@ -112,7 +114,7 @@ export async function tickInstallations(
     try {
       const octokit = await app.auth(installation.id);
       const log = app.log.child({ installation: installation.id });
-      await tickInstallation(octokit, clock, recordKey, log, { rounds: true });
+      await tickInstallation(octokit, clock, recordKey, log, { rounds: true, ...(night ? { night } : {}) });
     } catch (e) {
       app.log.error(
         { err: e, installation: installation.id },

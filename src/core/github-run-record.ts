@@ -85,7 +85,7 @@ const githubRunProgress = z.object({
    * the nightly rounds run on their behalf, while they keep write access.
    */
   startedBy: z.string().min(1).optional(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
+  /** The night of the last nightly round: the day (YYYY-MM-DD, UTC) of the hour mark its tick served. */
   lastNightly: z.string().nullable(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: z.string().optional(),

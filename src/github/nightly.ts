@@ -20,15 +20,21 @@ import { type SyncContext, syncStored } from './sync.js';
  * open more rounds and the person it runs for (`startedBy`) still has write access; otherwise the
  * issue is told why, once. A run whose tick fails is logged and the next one goes on; the tick
  * then fails, naming them. With `rounds` false it only repairs (an installation restored by day:
- * the night's round waits for its hour).
+ * the night's round waits for its hour). `night` is the day (YYYY-MM-DD) whose round the tick
+ * serves, that of its hour mark (default: today's, in UTC): a run has one round a night.
  */
-export async function nightly(ctx: SyncContext, clock: () => Date = () => ctx.now, rounds = true): Promise<string[]> {
+export async function nightly(
+  ctx: SyncContext,
+  clock: () => Date = () => ctx.now,
+  rounds = true,
+  night?: string,
+): Promise<string[]> {
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
   let active = false;
   for (const run of await takingTurns(ctx, await ctx.api.listRuns())) {
     try {
-      const tick = await nightlyRun({ ...ctx, now: clock() }, run, rounds);
+      const tick = await nightlyRun({ ...ctx, now: clock() }, run, rounds, night);
       if (tick.synced) touched.push(run);
       active ||= tick.active;
     } catch (e) {
@@ -95,16 +101,17 @@ async function nightlyRun(
   ctx: SyncContext,
   run: string,
   rounds: boolean,
+  night?: string,
 ): Promise<{ synced: boolean; active: boolean }> {
   const stored = await ctx.api.loadRun(stateRef(run));
   if (!stored || stored.files.stopped) return { synced: false, active: false };
-  const today = ctx.now.toISOString().slice(0, 10);
+  const thisNight = night ?? ctx.now.toISOString().slice(0, 10);
   const wantsRound =
     rounds &&
     extraRounds(stored.state.config).nightly &&
     stored.state.status === 'finished' &&
     forkRefusal(stored.state) === null &&
-    stored.files.lastNightly !== today;
+    stored.files.lastNightly !== thisNight;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
   let state: RunState | null;
   if (skip) {
@@ -119,7 +126,7 @@ async function nightlyRun(
     }
   } else if (wantsRound) {
     const { nightlySkipped: _told, ...rest } = stored.files;
-    const files = { ...rest, lastNightly: today };
+    const files = { ...rest, lastNightly: thisNight };
     const asked = requestFork(stored.state);
     const sha = await ctx.api.saveRun(stateRef(run), asked, files, stored.sha, 'forkflush: nightly round');
     state = await syncStored(ctx, { state: asked, files, sha });
