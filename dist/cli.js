@@ -36605,6 +36605,18 @@ function tryCharge(t, allowance, c) {
     note: `${t.interrupted ? "stopped" : "crashed"} after ${formatNumber(t.seconds, 1)} s of its ${formatNumber(c.limitSeconds, 0)} s: that share of its allowance`
   };
 }
+function withEarlierAttempts(r, earlier, allowance, unit) {
+  if (!(earlier >= 1)) return r;
+  const extra = round(allowance * earlier);
+  const before = earlier === 1 ? "the attempt before it" : `each of the ${earlier} attempts before it`;
+  const note = `a re-run (attempt ${earlier + 1} of its workflow run): ${before} may have run the agent with no result recorded, charged its whole allowance (${formatNumber(extra, 6)} ${unit} in all, an estimate)`;
+  return {
+    ...r,
+    spent: round(r.spent + extra),
+    spentBasis: "estimated",
+    note: [r.note, note].filter(Boolean).join("; ")
+  };
+}
 function round(x) {
   return Math.round(x * 1e6) / 1e6;
 }
@@ -38380,7 +38392,9 @@ async function addLosersSection(job) {
 }
 async function commitResult(job, snap, made, started) {
   const { config: config2, episode: episode2 } = job;
-  const partial2 = boundedResult(made);
+  const partial2 = boundedResult(
+    withEarlierAttempts(made, job.earlierAttempts ?? 0, episode2.allowance, config2.budget.unit)
+  );
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_READ_MAX_BYTES);
   const journal = appendToJournal(
     existing,

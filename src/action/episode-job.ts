@@ -99,14 +99,6 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
     return outcome('already-recorded', earlier);
   }
-  // A re-run ("Re-run failed jobs"): the attempt before it may have run the agent and spent what no
-  // record holds (its runner lost, no result pushed). Run again, that spend would go uncounted.
-  if (s.runAttempt > 1)
-    throw new Error(
-      `this job is a re-run (attempt ${s.runAttempt} of workflow run ${s.workflowRunId ?? '?'}): an earlier attempt may have ` +
-        `run ${episode.id}'s agent and spent budget no record holds, so it is not run again. The round settles without ` +
-        'it, the episode charged its allowance; to run a round again, comment `/autoresearch resume` once it stops',
-    );
   const isolation = o.isolation ?? (await prepareIsolation(state.config.sandbox.mode, o.log));
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
@@ -129,6 +121,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     ...(install.problem ? { setupProblem: install.problem } : {}),
     notes,
     contextStore: store,
+    earlierAttempts: s.runAttempt - 1,
     warn: (line) => o.log(`warning: ${line}`),
   });
   o.log(`result: ${describeResult(result, state.config.budget.unit)}, commit ${short(result.commit)}`);

@@ -14,7 +14,7 @@
 // An episode tried again after a failure that passes is charged every try, each within what the
 // tries before it left.
 import { QUICK_FAILURE_SECONDS } from './method.js';
-import type { ExitReason, SpentBasis } from './state.js';
+import type { EpisodeResult, ExitReason, SpentBasis } from './state.js';
 import { formatNumber } from './text.js';
 
 /** One try of an episode's agent, as the worker saw it end. */
@@ -93,6 +93,29 @@ function tryCharge(t: TryFacts, allowance: number, c: ChargeInput): Charge {
     spent: allowance * share,
     basis: 'estimated',
     note: `${t.interrupted ? 'stopped' : 'crashed'} after ${formatNumber(t.seconds, 1)} s of its ${formatNumber(c.limitSeconds, 0)} s: that share of its allowance`,
+  };
+}
+
+/**
+ * A result of a re-run job (GitHub's "Re-run failed jobs") with what the `earlier` attempts of the
+ * job may have spent: a lost runner pushes no result, so what its agent spent is in no record. Each
+ * is charged the episode's whole allowance, an estimate said as one.
+ */
+export function withEarlierAttempts<R extends Pick<EpisodeResult, 'spent' | 'spentBasis' | 'note'>>(
+  r: R,
+  earlier: number,
+  allowance: number,
+  unit: string,
+): R {
+  if (!(earlier >= 1)) return r;
+  const extra = round(allowance * earlier);
+  const before = earlier === 1 ? 'the attempt before it' : `each of the ${earlier} attempts before it`;
+  const note = `a re-run (attempt ${earlier + 1} of its workflow run): ${before} may have run the agent with no result recorded, charged its whole allowance (${formatNumber(extra, 6)} ${unit} in all, an estimate)`;
+  return {
+    ...r,
+    spent: round(r.spent + extra),
+    spentBasis: 'estimated',
+    note: [r.note, note].filter(Boolean).join('; '),
   };
 }
 

@@ -28,6 +28,11 @@ export interface EpisodeJob {
   alsoProtected?: string[];
   /** Notes for the result from whoever prepared the episode (a context that could not be opened). */
   notes?: string[];
+  /**
+   * On GitHub, the attempts of this job before this one (a "Re-run failed jobs"): each may have run
+   * the agent and pushed nothing, so the result is charged for them too (core/charge.ts withEarlierAttempts).
+   */
+  earlierAttempts?: number;
   /** On a forge: how the context the episode leaves will be kept (recorded in the result). */
   contextStore?: EpisodeResult['contextStore'];
   /** Seals the result commit's message, so that a result read back later is known to be forkflush's. */

@@ -4,6 +4,7 @@
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JOURNAL_LINE_MAX_CHARS, JOURNAL_READ_MAX_BYTES, JOURNAL_TAIL_LINES } from '../core/bounds.js';
+import { withEarlierAttempts } from '../core/charge.js';
 import { CONFIG_PATH } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
@@ -51,7 +52,9 @@ export async function commitResult(
 ): Promise<EpisodeResult> {
   const { config, episode } = job;
   // What the agent wrote, as every reader gets it: the journal, the commit, the run's state.
-  const partial = boundedResult(made);
+  const partial = boundedResult(
+    withEarlierAttempts(made, job.earlierAttempts ?? 0, episode.allowance, config.budget.unit),
+  );
   // The journal line goes into the snapshot, never through a file the agent could have linked.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_READ_MAX_BYTES);
   const journal = appendToJournal(

@@ -399,10 +399,19 @@ describe('the worker Action', () => {
     );
     expect(repo.calls()).toEqual([]);
     expect(repo.ref(`refs/heads/${episodeBranch(RUN, 0, 0)}`)).toBe(repo.base);
-    // The dispatched run itself, a re-run of it included, runs the episode.
+    // The dispatched run itself, a re-run of it included, runs the episode. The attempt before it
+    // may have run the agent and pushed nothing (a lost runner): it is charged its whole allowance.
     const own = repo.runAction({ episode: 'r0.b0', env: { GITHUB_RUN_ID: '5002', GITHUB_RUN_ATTEMPT: '2' } });
     expect(own.exitCode, own.stdout).toBe(0);
     expect(repo.calls()).toHaveLength(1);
+    const head = repo.ref(`refs/heads/${episodeBranch(RUN, 0, 0)}`) ?? '';
+    const { allowance } = repo.episode(repo.openingState(), 'r0.b0');
+    const recorded = parseCommitMessage(repo.message(head), head)?.result;
+    expect(recorded?.spentBasis).toBe('estimated');
+    expect(recorded?.spent).toBeGreaterThanOrEqual(allowance);
+    expect(recorded?.note).toContain(
+      'a re-run (attempt 2 of its workflow run): the attempt before it may have run the agent with no result recorded, charged its whole allowance',
+    );
   });
 
   it("fails when the state already holds the episode's result", () => {

@@ -1,7 +1,7 @@
 // What an episode is charged: measured where it can be, an estimate said as one where it cannot,
 // and nothing for an agent that failed before it could spend.
 import { describe, expect, it } from 'vitest';
-import { type ChargeInput, chargeFor, type TryFacts } from '../../src/core/charge.js';
+import { type ChargeInput, chargeFor, type TryFacts, withEarlierAttempts } from '../../src/core/charge.js';
 import { QUICK_FAILURE_SECONDS } from '../../src/core/method.js';
 
 const tokens = (tries: TryFacts[], o: Partial<ChargeInput> = {}): ReturnType<typeof chargeFor> =>
@@ -80,5 +80,21 @@ describe('chargeFor', () => {
     expect(
       chargeFor({ unit: 'evaluations', allowance: 5, limitSeconds: 1800, tries, evaluations: 3, unchanged: false }),
     ).toEqual({ spent: 3, basis: 'measured' });
+  });
+});
+
+describe('withEarlierAttempts', () => {
+  const r = { spent: 3, note: 'its own note' };
+  it('charges each attempt before a re-run its whole allowance, an estimate said as one', () => {
+    expect(withEarlierAttempts(r, 0, 10, 'tokens')).toBe(r);
+    expect(withEarlierAttempts(r, 1, 10, 'tokens')).toEqual({
+      spent: 13,
+      spentBasis: 'estimated',
+      note: 'its own note; a re-run (attempt 2 of its workflow run): the attempt before it may have run the agent with no result recorded, charged its whole allowance (10 tokens in all, an estimate)',
+    });
+    expect(withEarlierAttempts({ spent: 0 }, 2, 0.5, 'usd')).toMatchObject({
+      spent: 1,
+      note: 'a re-run (attempt 3 of its workflow run): each of the 2 attempts before it may have run the agent with no result recorded, charged its whole allowance (1 usd in all, an estimate)',
+    });
   });
 });
