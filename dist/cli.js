@@ -29162,6 +29162,10 @@ function lastText(text, read2) {
   }
   return out;
 }
+function figure(v) {
+  if (v === void 0 || v === null) return 0;
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : Number.NaN;
+}
 function count2(v) {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
@@ -32466,7 +32470,7 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir16, readFile as readFile12, rm as rm19, writeFile as writeFile17 } from "node:fs/promises";
+import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir16, readFile as readFile12, rm as rm20, writeFile as writeFile17 } from "node:fs/promises";
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join33, relative as relative6 } from "node:path";
 
@@ -34136,7 +34140,8 @@ function unsureFigures(tally2, answered) {
   for (const [model, m] of Object.entries(tally2))
     for (const f2 of [...FIELDS, "costUsd"]) {
       const v = m[f2];
-      if (v !== null && !(Number.isFinite(v) && v >= 0)) return `${model}'s ${f2} was reported as ${v}, which cannot be`;
+      if (v !== null && !(Number.isFinite(v) && v >= 0))
+        return `the usage reported for ${model} cannot be counted (${f2}: ${v})`;
     }
   const input2 = Object.values(tally2).reduce((n, m) => n + m.input, 0);
   return answered && input2 === 0 ? "the model answered, but no input tokens were reported for it" : null;
@@ -34509,7 +34514,7 @@ ${EXCLUDE}
   }
 }
 var ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
-var COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
+var COUNT = String.raw`(\S+?)`;
 var TOKENS = new RegExp(
   String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`
 );
@@ -34816,9 +34821,8 @@ function readCostState(transcript) {
   return last2;
 }
 function use(input2, read2, wrote, output2) {
-  const n = (v) => v === void 0 || v === null ? 0 : num(v) ?? Number.NaN;
-  const [r, w] = [n(read2), n(wrote)];
-  return { input: n(input2) + r + w, cached: r, written: w, output: n(output2) };
+  const [r, w] = [figure(read2), figure(wrote)];
+  return { input: figure(input2) + r + w, cached: r, written: w, output: figure(output2) };
 }
 function tallyOf(value, allUnknown) {
   if (!isRecord(value)) return null;
@@ -35309,10 +35313,10 @@ var copilot = defineSpec({
 });
 var eventsPath = (home, id) => join8(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
-  input: count2(u.inputTokens),
-  cached: count2(u.cacheReadTokens),
-  written: count2(u.cacheWriteTokens),
-  output: count2(u.outputTokens)
+  input: figure(u.inputTokens),
+  cached: figure(u.cacheReadTokens),
+  written: figure(u.cacheWriteTokens),
+  output: figure(u.outputTokens)
 });
 var creditsCost = (nanoAiu) => nanoAiu > 0 ? { costUsd: nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {};
 function readTotals(saved) {
@@ -35341,7 +35345,7 @@ function parseUsageFile(text) {
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
     if (!isRecord(m)) continue;
     const u = isRecord(m.usage) ? m.usage : {};
-    addUse(models, model, { ...tokensOf(u), calls: count2(isRecord(m.requests) ? m.requests.count : 0) });
+    addUse(models, model, { ...tokensOf(u), calls: figure(isRecord(m.requests) ? m.requests.count : 0) });
   }
   return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
 }
@@ -35496,7 +35500,7 @@ function usageFromSessions(sessions, before) {
   return { tally: tally2 };
 }
 function tokenUse({ input: input2, tool, cached: cached2, output: output2, thoughts }) {
-  return { input: count2(input2) + count2(tool), cached: count2(cached2), output: count2(output2) + count2(thoughts) };
+  return { input: figure(input2) + figure(tool), cached: figure(cached2), output: figure(output2) + figure(thoughts) };
 }
 async function contextTurns(contextDir, since, out) {
   let newest = null;
@@ -35853,11 +35857,12 @@ function addEvents(run2, text) {
       const cache2 = isRecord(t.cache) ? t.cache : {};
       run2.steps++;
       run2.tokens.calls++;
-      run2.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
-      run2.tokens.cached += count2(cache2.read);
-      run2.tokens.written += count2(cache2.write);
-      run2.tokens.output += count2(t.output) + count2(t.reasoning);
-      run2.costUsd += count2(e.part.cost);
+      const clamped = Number.isNaN(figure(t.total)) ? Number.NaN : 0;
+      run2.tokens.input += figure(t.input) + figure(cache2.read) + figure(cache2.write) + clamped;
+      run2.tokens.cached += figure(cache2.read);
+      run2.tokens.written += figure(cache2.write);
+      run2.tokens.output += figure(t.output) + figure(t.reasoning);
+      run2.costUsd += figure(e.part.cost);
     } else if (e.type === "error" && isRecord(e.error)) {
       const data = isRecord(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? "";
@@ -35915,9 +35920,9 @@ import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir6, realpath as realpath4, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
 import { join as join12 } from "node:path";
 var tokensOf2 = (u) => ({
-  input: count2(u.input_tokens),
-  cached: count2(u.cache_read_input_tokens),
-  output: count2(u.output_tokens)
+  input: figure(u.input_tokens),
+  cached: figure(u.cache_read_input_tokens),
+  output: figure(u.output_tokens)
 });
 var AUTH_TYPES = { OPENAI_API_KEY: "openai", ANTHROPIC_API_KEY: "anthropic", GEMINI_API_KEY: "gemini" };
 var qwenCode = defineSpec({
@@ -36032,8 +36037,83 @@ var qwenCode = defineSpec({
 });
 
 // src/agents/runner.ts
-import { mkdir as mkdir8, readdir as readdir7, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
+import { mkdir as mkdir8, readdir as readdir7, rm as rm7, writeFile as writeFile6 } from "node:fs/promises";
 import { join as join13 } from "node:path";
+
+// src/io/egress-mask.ts
+import { createReadStream, createWriteStream as createWriteStream2 } from "node:fs";
+import { rename as rename5, rm as rm6 } from "node:fs/promises";
+import { pipeline, Transform } from "node:stream";
+import { pipeline as pipelineAsync } from "node:stream/promises";
+import { constants as constants3, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+function masked(body, headers, secrets) {
+  const decode3 = decoders(headers["content-encoding"]);
+  if (!decode3) {
+    const encoding = maskHeader(headers["content-encoding"] ?? "", secrets);
+    return {
+      problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`
+    };
+  }
+  const out = {};
+  for (const [k, v] of Object.entries(headers))
+    if (decode3.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
+  const mask = new Mask(secrets);
+  pipeline([body, ...decode3, mask], () => {
+  });
+  return { headers: out, body: mask };
+}
+function decoders(encoding) {
+  const names = [encoding ?? ""].flat().join(",").split(",").map((s) => s.trim().toLowerCase());
+  const out = [];
+  for (const name2 of names.filter((n) => n !== "" && n !== "identity").reverse()) {
+    if (name2 === "gzip" || name2 === "x-gzip") out.push(createGunzip({ finishFlush: constants3.Z_SYNC_FLUSH }));
+    else if (name2 === "deflate") out.push(createInflate({ finishFlush: constants3.Z_SYNC_FLUSH }));
+    else if (name2 === "br") out.push(createBrotliDecompress({ finishFlush: constants3.BROTLI_OPERATION_FLUSH }));
+    else return null;
+  }
+  return out;
+}
+async function maskFile(path, secrets) {
+  const tmp = `${path}.masked`;
+  const masked2 = await pipelineAsync(
+    createReadStream(path),
+    new Mask(secrets.map((s) => Buffer.from(s))),
+    createWriteStream2(tmp)
+  ).then(() => true).catch(() => false);
+  if (masked2) await rename5(tmp, path);
+  else await rm6(tmp, { force: true });
+}
+function maskHeader(v, secrets) {
+  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
+  return Array.isArray(v) ? v.map(mask) : mask(v);
+}
+var Mask = class extends Transform {
+  constructor(secrets) {
+    super();
+    this.secrets = secrets;
+  }
+  secrets;
+  held = Buffer.alloc(0);
+  _transform(chunk, _enc, done) {
+    const data = Buffer.concat([this.held, chunk]);
+    for (const s of this.secrets)
+      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(42, i, i + s.length);
+    let hold = 0;
+    for (const s of this.secrets)
+      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
+        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
+          hold = n;
+          break;
+        }
+    this.held = Buffer.from(data.subarray(data.length - hold));
+    done(null, data.subarray(0, data.length - hold));
+  }
+  _flush(done) {
+    done(null, this.held);
+  }
+};
+
+// src/agents/runner.ts
 var RECORD_FILE = "session.json";
 function adapterOf(spec, agent) {
   const missingLogin = (env) => loginMissing(spec, env, agent);
@@ -36063,7 +36143,7 @@ async function openContext(contextDir, agent, resume) {
 }
 var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
 async function clear(dir) {
-  for (const e of await readdir7(dir)) await rm6(join13(dir, e), { recursive: true, force: true });
+  for (const e of await readdir7(dir)) await rm7(join13(dir, e), { recursive: true, force: true });
 }
 async function readRecord2(contextDir, kind) {
   const text = await readRegular(join13(contextDir, RECORD_FILE));
@@ -36141,7 +36221,20 @@ async function runSession(spec, agent, s) {
   if (failure3) outcome.failure = failure3;
   const words = exit === "finished" || exit === "budget" ? said?.split("\n").at(-1) : null;
   if (words) outcome.lastWords = words.trim().slice(0, 200);
-  return outcome;
+  return s.keys && s.keys.length > 0 ? withoutKeys(outcome, s.logFile, s.keys) : outcome;
+}
+async function withoutKeys(o, logFile, keys) {
+  await maskFile(logFile, keys);
+  const hide2 = (text) => maskHeader(
+    text,
+    keys.map((k) => Buffer.from(k))
+  );
+  return {
+    ...o,
+    ...o.note !== void 0 ? { note: hide2(o.note) } : {},
+    ...o.lastWords !== void 0 ? { lastWords: hide2(o.lastWords) } : {},
+    ...o.failure ? { failure: { ...o.failure, quote: hide2(o.failure.quote) } } : {}
+  };
 }
 async function writeRecord(contextDir, kind, record2) {
   await writeFile6(join13(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
@@ -36626,7 +36719,7 @@ import { appendFile, mkdir as mkdir9, writeFile as writeFile9 } from "node:fs/pr
 import { join as join17 } from "node:path";
 
 // src/worker/agent-tries.ts
-import { rm as rm7 } from "node:fs/promises";
+import { rm as rm8 } from "node:fs/promises";
 async function runTries(input2) {
   const clock = input2.clock ?? (() => performance.now());
   const sleep = input2.sleep ?? abortableSleep;
@@ -36679,7 +36772,7 @@ async function runTries(input2) {
 `
     );
     await sleep(plan2.waitMs, first.signal);
-    await rm7(first.usageFile, { force: true });
+    await rm8(first.usageFile, { force: true });
     session = { ...first, allowance: left, deadlineMs: leftMs };
     if (input2.interrupt.aborted) {
       tries.push({ seconds: 0, reportedSpend: null, exit: "crash", interrupted: true });
@@ -36778,7 +36871,7 @@ function abortableSleep(ms, signal) {
 
 // src/worker/egress.ts
 import { randomBytes } from "node:crypto";
-import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm9 } from "node:fs/promises";
+import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm10 } from "node:fs/promises";
 
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile7 } from "node:fs/promises";
@@ -36839,7 +36932,7 @@ function forwarded(script, ports, file2, args) {
 
 // src/io/egress-proxy.ts
 import { lookup as lookup2 } from "node:dns/promises";
-import { rm as rm8 } from "node:fs/promises";
+import { rm as rm9 } from "node:fs/promises";
 import {
   createServer,
   Agent as HttpAgent,
@@ -36849,66 +36942,6 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
 import { join as join15 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
-
-// src/io/egress-mask.ts
-import { pipeline, Transform } from "node:stream";
-import { constants as constants3, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-function masked(body, headers, secrets) {
-  const decode3 = decoders(headers["content-encoding"]);
-  if (!decode3) {
-    const encoding = maskHeader(headers["content-encoding"] ?? "", secrets);
-    return {
-      problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`
-    };
-  }
-  const out = {};
-  for (const [k, v] of Object.entries(headers))
-    if (decode3.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
-  const mask = new Mask(secrets);
-  pipeline([body, ...decode3, mask], () => {
-  });
-  return { headers: out, body: mask };
-}
-function decoders(encoding) {
-  const names = [encoding ?? ""].flat().join(",").split(",").map((s) => s.trim().toLowerCase());
-  const out = [];
-  for (const name2 of names.filter((n) => n !== "" && n !== "identity").reverse()) {
-    if (name2 === "gzip" || name2 === "x-gzip") out.push(createGunzip({ finishFlush: constants3.Z_SYNC_FLUSH }));
-    else if (name2 === "deflate") out.push(createInflate({ finishFlush: constants3.Z_SYNC_FLUSH }));
-    else if (name2 === "br") out.push(createBrotliDecompress({ finishFlush: constants3.BROTLI_OPERATION_FLUSH }));
-    else return null;
-  }
-  return out;
-}
-function maskHeader(v, secrets) {
-  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
-  return Array.isArray(v) ? v.map(mask) : mask(v);
-}
-var Mask = class extends Transform {
-  constructor(secrets) {
-    super();
-    this.secrets = secrets;
-  }
-  secrets;
-  held = Buffer.alloc(0);
-  _transform(chunk, _enc, done) {
-    const data = Buffer.concat([this.held, chunk]);
-    for (const s of this.secrets)
-      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(42, i, i + s.length);
-    let hold = 0;
-    for (const s of this.secrets)
-      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
-        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
-          hold = n;
-          break;
-        }
-    this.held = Buffer.from(data.subarray(data.length - hold));
-    done(null, data.subarray(0, data.length - hold));
-  }
-  _flush(done) {
-    done(null, this.held);
-  }
-};
 
 // src/io/egress-upstream.ts
 import { lookup } from "node:dns/promises";
@@ -37107,7 +37140,7 @@ async function startEgressProxy(o) {
     for (const server of Object.values(servers)) server.close();
     for (const s of out.sockets) s.destroy();
     for (const a of agents) a.destroy();
-    if (o.socketDir) await rm8(o.socketDir, { recursive: true, force: true });
+    if (o.socketDir) await rm9(o.socketDir, { recursive: true, force: true });
   };
   const listeners = {};
   try {
@@ -37413,11 +37446,12 @@ async function startEgress(o) {
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env
   }).catch(async (e) => {
-    if (socketDir) await rm9(socketDir, { recursive: true, force: true });
+    if (socketDir) await rm10(socketDir, { recursive: true, force: true });
     throw e;
   });
   try {
-    return await agentSide(proxy, socketDir, plan2.agentEnv);
+    const keys = plan2.routes.flatMap((r) => r.keys.map((k) => k.value));
+    return { ...await agentSide(proxy, socketDir, plan2.agentEnv), keys };
   } catch (e) {
     await proxy.close();
     throw e;
@@ -37432,7 +37466,7 @@ async function socketFolder() {
     if (!(pid > 0) || pid === process.pid || isAlive(pid)) continue;
     const found = await lstat4(`/tmp/${name2}`).catch(() => null);
     if (found?.isDirectory() && found.uid === process.getuid?.()) {
-      await rm9(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
+      await rm10(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
       });
     }
   }
@@ -37564,7 +37598,7 @@ function withoutCredentials(value) {
 
 // src/worker/grade-service.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
-import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm10, writeFile as writeFile8 } from "node:fs/promises";
+import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer as createServer2 } from "node:http";
 import { join as join16 } from "node:path";
 
@@ -37775,7 +37809,7 @@ async function startGradeService(args) {
         grading.server.close(() => resolve10());
       });
       await grading.queue();
-      await rm10(socketDir, { recursive: true, force: true });
+      await rm11(socketDir, { recursive: true, force: true });
     }
   };
 }
@@ -38013,7 +38047,8 @@ async function runAgentStep(job, b) {
         env: egress.env,
         signal: AbortSignal.any([b.interrupt, stopForBudget.signal]),
         spawn: spawn4,
-        confined: isolation.sandbox !== null
+        confined: isolation.sandbox !== null,
+        keys: egress.keys
       },
       interrupt: b.interrupt,
       charge: chargeBase,
@@ -38042,7 +38077,7 @@ import { lstat as lstat7 } from "node:fs/promises";
 import { join as join19 } from "node:path";
 
 // src/worker/cleanroom.ts
-import { appendFile as appendFile2, copyFile, lstat as lstat5, mkdir as mkdir10, readdir as readdir9, rm as rm11, stat as stat4, utimes, writeFile as writeFile10 } from "node:fs/promises";
+import { appendFile as appendFile2, copyFile, lstat as lstat5, mkdir as mkdir10, readdir as readdir9, rm as rm12, stat as stat4, utimes, writeFile as writeFile10 } from "node:fs/promises";
 import { dirname as dirname8, join as join18 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
@@ -38098,7 +38133,7 @@ var OwnRepo = class _OwnRepo {
 async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.objects) {
   await mkdir10(dir, { recursive: true });
   await emptyFolder(dir);
-  await rm11(index, { force: true });
+  await rm12(index, { force: true });
   await mkdir10(dirname8(index), { recursive: true });
   await own3.asIs();
   await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
@@ -38159,7 +38194,7 @@ async function untrackedPaths(own3, dir, index, o = {}) {
 }
 async function rewriteFiles(own3, dir, index, files) {
   if (files.length === 0) return;
-  for (const f2 of files) await rm11(join18(dir, f2), { recursive: true, force: true });
+  for (const f2 of files) await rm12(join18(dir, f2), { recursive: true, force: true });
   await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -38207,7 +38242,7 @@ ${text}`).digest("hex");
 }
 
 // src/worker/snapshot.ts
-import { lstat as lstat6, mkdir as mkdir11, rm as rm12, writeFile as writeFile11 } from "node:fs/promises";
+import { lstat as lstat6, mkdir as mkdir11, rm as rm13, writeFile as writeFile11 } from "node:fs/promises";
 var RUNTIME_CACHES = "__pycache__/\n*.py[co]\n.pytest_cache/\n";
 var NEVER_RECORDED = `${RUNTIME_CACHES}/${RUNS_FOLDER}
 `;
@@ -38361,7 +38396,7 @@ function unquoteGitPath(line) {
   return Buffer.from(bytes);
 }
 async function baseSnapshot(own3, index, base) {
-  await rm12(index, { force: true });
+  await rm13(index, { force: true });
   await own3.exec(["read-tree", base], { index });
   return {
     tree: await own3.out(["write-tree"], { index }),
@@ -38454,7 +38489,7 @@ import { join as join21 } from "node:path";
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants4 } from "node:fs";
-import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile5, rename as rename5, rm as rm13, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
+import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile5, rename as rename6, rm as rm14, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
 import { dirname as dirname9, join as join20 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
@@ -38540,7 +38575,7 @@ async function prepareWorkspace(o) {
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
-  await rm13(logFile, { force: true });
+  await rm14(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
   const key2 = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt2 = 0; attempt2 < 2; attempt2++) {
@@ -38646,8 +38681,8 @@ var SetupCache = class {
         await cp(join20(workspace, path), join20(tmp, "files", path), COPY);
       }
       await writeFile12(join20(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
-      await rm13(entry, { recursive: true, force: true });
-      await rename5(tmp, entry);
+      await rm14(entry, { recursive: true, force: true });
+      await rename6(tmp, entry);
     } finally {
       await removeTree(tmp);
     }
@@ -39384,7 +39419,7 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath8, rm as rm18, stat as stat11 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath8, rm as rm19, stat as stat11 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname14, join as join31, relative as relative5, resolve as resolve8, sep as sep3 } from "node:path";
 
@@ -39393,19 +39428,19 @@ import { cp as cp2, mkdir as mkdir15, readFile as readFile7, realpath as realpat
 import { dirname as dirname10, isAbsolute as isAbsolute7, join as join24, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
-import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile6, rename as rename6, rm as rm14, writeFile as writeFile14 } from "node:fs/promises";
+import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile6, rename as rename7, rm as rm15, writeFile as writeFile14 } from "node:fs/promises";
 import { isAbsolute as isAbsolute6, join as join23, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
   const dir = join23(root, `round-${round2}`);
   if (await readdir11(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
-    await rm14(partial2, { recursive: true, force: true });
+    await rm15(partial2, { recursive: true, force: true });
     await fill(partial2);
-    await rename6(partial2, dir);
+    await rename7(partial2, dir);
     return { dir };
   } catch (e) {
-    await rm14(partial2, { recursive: true, force: true }).catch(() => {
+    await rm15(partial2, { recursive: true, force: true }).catch(() => {
     });
     const why = e.code ?? e.message.split("\n")[0];
     return {
@@ -39416,7 +39451,7 @@ async function roundObjects(root, round2, fill) {
 var linkObjects = (objects) => (dir) => linkTree(objects, dir, objects);
 async function dropRoundObjects(root, round2) {
   for (const dir of [join23(root, `round-${round2}`), join23(root, `round-${round2}.partial`)])
-    await rm14(dir, { recursive: true, force: true });
+    await rm15(dir, { recursive: true, force: true });
 }
 async function linkTree(from, to, objects) {
   await mkdir14(to, { recursive: true });
@@ -39687,7 +39722,7 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm16 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
@@ -39734,7 +39769,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile9, rename as rename7, rm as rm15, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
+import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile9, rename as rename8, rm as rm16, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
 import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -39781,7 +39816,7 @@ var RunStore = class _RunStore {
     const keyFile = this.path(SEAL_KEY);
     await writeDurably(keyFile, newSealKey(), { mode: 384, flag: "wx" }).catch(async (e) => {
       if (e.code === "EEXIST") return;
-      await rm15(keyFile, { force: true });
+      await rm16(keyFile, { force: true });
       throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
@@ -39926,9 +39961,9 @@ async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
   try {
     await writeDurably(tmp, content, { flag: "w" });
-    await rename7(tmp, file2);
+    await rename8(tmp, file2);
   } catch (e) {
-    await rm15(tmp, { force: true });
+    await rm16(tmp, { force: true });
     throw e;
   }
 }
@@ -40052,8 +40087,8 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
     );
     return watched2.result ? { grade: watched2.result, read: watched2.read, untracked, filtered } : null;
   } finally {
-    await rm16(dir, { recursive: true, force: true });
-    await rm16(scratch, { recursive: true, force: true });
+    await rm17(dir, { recursive: true, force: true });
+    await rm17(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
@@ -40074,7 +40109,7 @@ import { isAbsolute as isAbsolute9, join as join29, resolve as resolve7 } from "
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm17, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm18, stat as stat8 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname as dirname12, isAbsolute as isAbsolute8, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
 async function hiddenInSandbox(v) {
@@ -40117,7 +40152,7 @@ async function hiddenInSandbox(v) {
     problems.push(...await closedPlaces(v));
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm17(dir, { recursive: true, force: true }).catch(() => {
+    await rm18(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -40719,14 +40754,14 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm18(store.dir, { recursive: true, force: true });
+      await rm19(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm18(store.dir, { recursive: true, force: true });
+    await rm19(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
@@ -41186,7 +41221,7 @@ async function dryRunCompare(o, c) {
     now: o.now(),
     dryRun: true,
     ...o.env ? { env: o.env } : {}
-  }).finally(() => scratch ? rm19(scratch, { recursive: true, force: true }) : void 0);
+  }).finally(() => scratch ? rm20(scratch, { recursive: true, force: true }) : void 0);
   for (const w of check2.warnings) o.log(`note: ${w}`);
   const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
   return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -41426,7 +41461,7 @@ no other run was started: fix it, then start a new ${kind}
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir22, readFile as readFile13, rm as rm20, stat as stat12, writeFile as writeFile18 } from "node:fs/promises";
+import { mkdir as mkdir22, readFile as readFile13, rm as rm21, stat as stat12, writeFile as writeFile18 } from "node:fs/promises";
 import { dirname as dirname15, join as join34, relative as relative7, resolve as resolve9 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -41524,7 +41559,7 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm20(made, { recursive: true, force: true });
+    if (made !== void 0) await rm21(made, { recursive: true, force: true });
     throw e;
   }
   for (const f2 of written) io.stdout.write(`wrote ${f2}
@@ -42231,7 +42266,7 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir24, readdir as readdir17, rename as rename8, rm as rm21, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir24, readdir as readdir17, rename as rename9, rm as rm22, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
@@ -42251,7 +42286,7 @@ async function askJudge(s, call, allowance) {
     if (!reply.ok) reply.log = await keepLog(s, call, join36(dir, "judge.log"));
     return reply;
   } finally {
-    await rm21(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm22(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
@@ -42383,7 +42418,7 @@ async function keepLog(s, call, log) {
   if (size < 0) return null;
   await mkdir24(s.failedLogs, { recursive: true });
   const kept = join36(s.failedLogs, `${call.name}.log`);
-  await rename8(log, kept).catch(() => {
+  await rename9(log, kept).catch(() => {
   });
   return kept;
 }
@@ -43367,7 +43402,7 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath9, rm as rm22 } from "node:fs/promises";
+import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath9, rm as rm23 } from "node:fs/promises";
 import { tmpdir as tmpdir6 } from "node:os";
 import { join as join41 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
@@ -43425,7 +43460,7 @@ async function smoke(o, io) {
 `);
       return 1;
     }
-    await rm22(failedLogs, { recursive: true, force: true });
+    await rm23(failedLogs, { recursive: true, force: true });
     io.stdout.write(
       `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
 ${reply.text.trim()}
@@ -43433,7 +43468,7 @@ ${reply.text.trim()}
     );
     return 0;
   } finally {
-    await rm22(work, { recursive: true, force: true });
+    await rm23(work, { recursive: true, force: true });
   }
 }
 function smokeCap(config2) {

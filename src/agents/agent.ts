@@ -33,6 +33,11 @@ export interface AgentSession {
   spawn: Spawner;
   /** Whether `spawn` confines the session in forkflush's sandbox (an agent's own sandbox then stays off). */
   confined: boolean;
+  /**
+   * The keys forkflush's egress proxy holds for the session: masked in what is recorded of it (its
+   * log, its words, its failure), should an upstream echo one past the proxy's mask.
+   */
+  keys?: string[];
 }
 
 export interface AgentOutcome {

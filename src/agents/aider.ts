@@ -151,7 +151,8 @@ interface AiderOutput {
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: colour codes are what is removed
 const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
-const COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
+// Any figure: one that is not a count ("-4000") is a call whose spend is unknown, not no call.
+const COUNT = String.raw`(\S+?)`;
 const TOKENS = new RegExp(
   String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`,
 );

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { isRecord, jsonLines, lastText, num, str } from '../core/json.js';
+import { figure, isRecord, jsonLines, lastText, num, str } from '../core/json.js';
 import { addUse, type Spent, spentSince, type Tally } from '../core/usage.js';
 import { GrowingFile, readFrom } from '../io/agent-reads.js';
 import type { LoginFile } from '../io/logins.js';
@@ -205,11 +205,10 @@ export function readCostState(transcript: string): Tally | null {
   return last;
 }
 
-/** Anthropic's counts (its input without the cache's reads and writes) as a model's use; one there but not a number is NaN (unsure, never 0). */
+/** Anthropic's counts (its input without the cache's reads and writes) as a model's use. */
 function use(input: unknown, read: unknown, wrote: unknown, output: unknown) {
-  const n = (v: unknown) => (v === undefined || v === null ? 0 : (num(v) ?? Number.NaN));
-  const [r, w] = [n(read), n(wrote)];
-  return { input: n(input) + r + w, cached: r, written: w, output: n(output) };
+  const [r, w] = [figure(read), figure(wrote)];
+  return { input: figure(input) + r + w, cached: r, written: w, output: figure(output) };
 }
 
 /** `modelUsage` as a tally (a model whose price Claude Code did not know: cost null). */

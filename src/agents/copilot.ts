@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { count, isRecord, jsonLines, lastText, num, str } from '../core/json.js';
+import { count, figure, isRecord, jsonLines, lastText, num, str } from '../core/json.js';
 import { addUse, spentSince, sumTallies, type Tally } from '../core/usage.js';
 import { GrowingFile, MAX_AGENT_FILE_BYTES, readFrom, readRegular, sizeOf } from '../io/agent-reads.js';
 import { BEARER } from './model-apis.js';
@@ -153,10 +153,10 @@ const eventsPath = (home: string, id: string) => join(home, 'session-state', id,
 
 /** Its token counts (inputTokens counts the cache reads and writes too). */
 const tokensOf = (u: Record<string, unknown>) => ({
-  input: count(u.inputTokens),
-  cached: count(u.cacheReadTokens),
-  written: count(u.cacheWriteTokens),
-  output: count(u.outputTokens),
+  input: figure(u.inputTokens),
+  cached: figure(u.cacheReadTokens),
+  written: figure(u.cacheWriteTokens),
+  output: figure(u.outputTokens),
 });
 
 /** AI credits at $0.01 where the CLI counted them; else forkflush prices the tokens. */
@@ -193,7 +193,7 @@ export function parseUsageFile(text: string): Totals | string {
   for (const [model, m] of Object.entries(json.modelMetrics)) {
     if (!isRecord(m)) continue;
     const u = isRecord(m.usage) ? m.usage : {};
-    addUse(models, model, { ...tokensOf(u), calls: count(isRecord(m.requests) ? m.requests.count : 0) });
+    addUse(models, model, { ...tokensOf(u), calls: figure(isRecord(m.requests) ? m.requests.count : 0) });
   }
   return { models, nanoAiu: json.aiCreditsStatus === 'unavailable' ? 0 : count(json.totalNanoAiu) };
 }

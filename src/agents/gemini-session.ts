@@ -5,7 +5,7 @@
 // session's usage, and for the transcript (headless mode prints no turns).
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { count, isRecord, jsonLines, str } from '../core/json.js';
+import { figure, isRecord, jsonLines, str } from '../core/json.js';
 import { addUse, type Spent, type Tally } from '../core/usage.js';
 import { MAX_AGENT_FILE_BYTES, readRegular } from '../io/agent-reads.js';
 import { contentText, describeInput, type Lines } from './transcript.js';
@@ -90,7 +90,7 @@ export function usageFromSessions(sessions: SessionRecord[], before?: Set<string
 
 /** A call's tokens as a tally counts them: tool results are input, thoughts output. */
 export function tokenUse({ input, tool, cached, output, thoughts }: Record<string, unknown>) {
-  return { input: count(input) + count(tool), cached: count(cached), output: count(output) + count(thoughts) };
+  return { input: figure(input) + figure(tool), cached: figure(cached), output: figure(output) + figure(thoughts) };
 }
 
 /** The turns since `since` in the newest session file of a context's home; false when there is none. */

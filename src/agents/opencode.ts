@@ -8,7 +8,7 @@
 //   cached part, output without reasoning), no summary. Its `steps` limit is soft; no token or money bound.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { count, isRecord, jsonLines, str } from '../core/json.js';
+import { figure, isRecord, jsonLines, str } from '../core/json.js';
 import { failureLine } from '../core/text.js';
 import { addUse } from '../core/usage.js';
 import { followLog } from '../io/agent-reads.js';
@@ -156,11 +156,13 @@ export function addEvents(run: ReturnType<typeof emptyRun>, text: string) {
       const cache = isRecord(t.cache) ? t.cache : {};
       run.steps++;
       run.tokens.calls++;
-      run.tokens.input += count(t.input) + count(cache.read) + count(cache.write);
-      run.tokens.cached += count(cache.read);
-      run.tokens.written += count(cache.write);
-      run.tokens.output += count(t.output) + count(t.reasoning);
-      run.costUsd += count(e.part.cost);
+      // A total that cannot be is a count opencode clamped (it shows none below zero): the spend is unknown.
+      const clamped = Number.isNaN(figure(t.total)) ? Number.NaN : 0;
+      run.tokens.input += figure(t.input) + figure(cache.read) + figure(cache.write) + clamped;
+      run.tokens.cached += figure(cache.read);
+      run.tokens.written += figure(cache.write);
+      run.tokens.output += figure(t.output) + figure(t.reasoning);
+      run.costUsd += figure(e.part.cost);
     } else if (e.type === 'error' && isRecord(e.error)) {
       const data = isRecord(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? '';

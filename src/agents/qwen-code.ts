@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { count, isRecord, jsonLines } from '../core/json.js';
+import { count, figure, isRecord, jsonLines } from '../core/json.js';
 import { addUse, type ModelUse, type Spent, spentSince, type Tally } from '../core/usage.js';
 import { followLog, sizeOf } from '../io/agent-reads.js';
 import { claudeCode, readStream } from './claude-code.js';
@@ -18,9 +18,9 @@ import { defineSpec, UUID } from './spec.js';
 
 /** Claude Code's usage fields, as Qwen Code prints them. */
 const tokensOf = (u: Record<string, unknown>) => ({
-  input: count(u.input_tokens),
-  cached: count(u.cache_read_input_tokens),
-  output: count(u.output_tokens),
+  input: figure(u.input_tokens),
+  cached: figure(u.cache_read_input_tokens),
+  output: figure(u.output_tokens),
 });
 
 /** Each provider's key, and the `--auth-type` it takes, in order of preference. */

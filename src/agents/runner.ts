@@ -18,6 +18,7 @@ import {
   usageOf,
 } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
+import { maskFile, maskHeader } from '../io/egress-mask.js';
 import { anySet, hasLogin, installLogins, removeLogins } from '../io/logins.js';
 import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
@@ -173,7 +174,27 @@ export async function runSession<S>(
   if (failure) outcome.failure = failure;
   const words = exit === 'finished' || exit === 'budget' ? said?.split('\n').at(-1) : null;
   if (words) outcome.lastWords = words.trim().slice(0, 200);
-  return outcome;
+  return s.keys && s.keys.length > 0 ? withoutKeys(outcome, s.logFile, s.keys) : outcome;
+}
+
+/**
+ * The outcome and the log with the proxy's keys masked: an upstream can echo one past the proxy's
+ * mask (split over a stream's events, which the CLI joins), and these reach the journal, the commit
+ * and the job's artifact.
+ */
+async function withoutKeys(o: AgentOutcome, logFile: string, keys: string[]): Promise<AgentOutcome> {
+  await maskFile(logFile, keys);
+  const hide = (text: string) =>
+    maskHeader(
+      text,
+      keys.map((k) => Buffer.from(k)),
+    ) as string;
+  return {
+    ...o,
+    ...(o.note !== undefined ? { note: hide(o.note) } : {}),
+    ...(o.lastWords !== undefined ? { lastWords: hide(o.lastWords) } : {}),
+    ...(o.failure ? { failure: { ...o.failure, quote: hide(o.failure.quote) } } : {}),
+  };
 }
 
 async function writeRecord(contextDir: string, kind: string, record: Record<string, unknown>): Promise<void> {

@@ -29,6 +29,15 @@ export function lastText(text: string, read: (e: Record<string, unknown>) => unk
   return out;
 }
 
+/**
+ * A usage figure as a CLI reports it: absent is 0, a finite number at least 0 is itself, anything
+ * else NaN, which makes the spend unknown (core/usage.ts unsureFigures), never a 0 said in silence.
+ */
+export function figure(v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : Number.NaN;
+}
+
 /** A count as a CLI reports it: a finite non-negative number, else 0. */
 export function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0;

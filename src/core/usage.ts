@@ -68,7 +68,8 @@ export function unsureFigures(tally: Tally, answered: boolean): string | null {
   for (const [model, m] of Object.entries(tally))
     for (const f of [...FIELDS, 'costUsd'] as const) {
       const v = m[f];
-      if (v !== null && !(Number.isFinite(v) && v >= 0)) return `${model}'s ${f} was reported as ${v}, which cannot be`;
+      if (v !== null && !(Number.isFinite(v) && v >= 0))
+        return `the usage reported for ${model} cannot be counted (${f}: ${v})`;
     }
   const input = Object.values(tally).reduce((n, m) => n + m.input, 0);
   return answered && input === 0 ? 'the model answered, but no input tokens were reported for it' : null;

@@ -1,6 +1,9 @@
 // The model's key masked in what an upstream answers (egress-proxy.ts routes): a header value, and
 // a body as it streams, same length, so that a key the upstream echoes never reaches the agent.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline as pipelineAsync } from 'node:stream/promises';
 import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
 type Headers = Record<string, string | string[]>;
@@ -50,6 +53,20 @@ function decoders(encoding: string | string[] | undefined): Transform[] | null {
     else return null;
   }
   return out;
+}
+
+/** The secrets in a file, masked in place (streamed through the mask, same length); a file that cannot be read stays as it is. */
+export async function maskFile(path: string, secrets: string[]): Promise<void> {
+  const tmp = `${path}.masked`;
+  const masked = await pipelineAsync(
+    createReadStream(path),
+    new Mask(secrets.map((s) => Buffer.from(s))),
+    createWriteStream(tmp),
+  )
+    .then(() => true)
+    .catch(() => false);
+  if (masked) await rename(tmp, path);
+  else await rm(tmp, { force: true });
 }
 
 /** The key in a header value, masked. */

@@ -37,6 +37,8 @@ export interface Egress {
   traffic(): { reached: number; failed: number };
   /** How many connections the proxy refused so far. */
   refusedCount(): number;
+  /** The keys the proxy holds: never in what forkflush records of the session (episode-agent.ts). */
+  keys: string[];
   close(): Promise<void>;
 }
 
@@ -78,7 +80,8 @@ export async function startEgress(o: {
     throw e;
   });
   try {
-    return await agentSide(proxy, socketDir, plan.agentEnv);
+    const keys = plan.routes.flatMap((r) => r.keys.map((k) => k.value));
+    return { ...(await agentSide(proxy, socketDir, plan.agentEnv)), keys };
   } catch (e) {
     // The proxy and its folder go with a session that could not be set up.
     await proxy.close();
@@ -113,7 +116,7 @@ async function agentSide(
   proxy: EgressProxy,
   socketDir: string | null,
   agentEnv: (urls: Record<string, string>) => NodeJS.ProcessEnv,
-): Promise<Egress> {
+): Promise<Omit<Egress, 'keys'>> {
   const names = Object.keys(proxy.listeners);
   // Inside the sandbox each listener gets a port of its loopback; outside, its own port here.
   const port = (name: string) => {

@@ -177,6 +177,7 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
         signal: AbortSignal.any([b.interrupt, stopForBudget.signal]),
         spawn,
         confined: isolation.sandbox !== null,
+        keys: egress.keys,
       },
       interrupt: b.interrupt,
       charge: chargeBase,

@@ -40,7 +40,7 @@ export async function confinedSession(
   folder: string,
   kind: Config['agent']['kind'],
   env: NodeJS.ProcessEnv,
-): Promise<Pick<AgentSession, 'spawn' | 'confined' | 'env'>> {
+): Promise<Pick<AgentSession, 'spawn' | 'confined' | 'env' | 'keys'>> {
   const egress = await startEgress({
     config: {
       agent: { kind } as Config['agent'],
@@ -65,5 +65,6 @@ export async function confinedSession(
     spawn: sessionSpawner(isolation.sandbox, confinement, null, undefined, egress.wrap),
     confined: isolation.sandbox !== null,
     env: egress.env,
+    keys: egress.keys,
   };
 }

@@ -126,9 +126,15 @@ describe('unsureFigures', () => {
   it('takes counts that can be, and says why not for one below zero, not a number, or a model that answered with no input', () => {
     expect(unsureFigures(use({}), true)).toBeNull();
     expect(unsureFigures({}, false)).toBeNull();
-    expect(unsureFigures(use({ output: -4000 }), true)).toBe("m's output was reported as -4000, which cannot be");
-    expect(unsureFigures(use({ input: Number.NaN }), true)).toBe("m's input was reported as NaN, which cannot be");
-    expect(unsureFigures(use({ costUsd: -0.06 }), true)).toBe("m's costUsd was reported as -0.06, which cannot be");
+    expect(unsureFigures(use({ output: -4000 }), true)).toBe(
+      'the usage reported for m cannot be counted (output: -4000)',
+    );
+    expect(unsureFigures(use({ input: Number.NaN }), true)).toBe(
+      'the usage reported for m cannot be counted (input: NaN)',
+    );
+    expect(unsureFigures(use({ costUsd: -0.06 }), true)).toBe(
+      'the usage reported for m cannot be counted (costUsd: -0.06)',
+    );
     expect(unsureFigures(use({ input: 0, output: 0 }), true)).toBe(
       'the model answered, but no input tokens were reported for it',
     );
