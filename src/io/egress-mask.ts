@@ -17,18 +17,24 @@ export function masked(
   body: Readable,
   headers: Headers,
   secrets: Buffer[],
+  transfer: string | undefined,
 ): { headers: Headers; body: Readable } | { problem: string } {
-  const decode = decoders(headers['content-encoding']);
+  // Codings of the transfer (Node takes off only `chunked`) are the outer ones, then the content's.
+  const outer = decoders(transfer?.replace(/\bchunked\b/gi, ''));
+  const inner = decoders(headers['content-encoding']);
+  const decode = outer && inner ? [...outer, ...inner] : null;
   if (!decode) {
-    const encoding = maskHeader(headers['content-encoding'] ?? '', secrets);
+    const encoding = maskHeader(`${transfer ?? ''} ${headers['content-encoding'] ?? ''}`.trim(), secrets);
     return {
       problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`,
     };
   }
   const out: Headers = {};
-  // A decoded body has neither its encoding nor its length.
+  // A decoded body has neither its encoding nor its length; a header named with a secret goes.
+  const named = secrets.map((s) => s.toString().toLowerCase());
   for (const [k, v] of Object.entries(headers))
-    if (decode.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
+    if ((decode.length === 0 || !/^content-(encoding|length)$/.test(k)) && !named.some((s) => k.includes(s)))
+      out[k] = maskHeader(v, secrets);
   const mask = new Mask(secrets);
   pipeline([body, ...decode, mask], () => {});
   return { headers: out, body: mask };

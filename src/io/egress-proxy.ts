@@ -375,7 +375,8 @@ function relay(
   up.on('response', (answerMsg: IncomingMessage) => {
     watch.reached();
     const headers = forwarded(answerMsg.headers);
-    const out = secrets && secrets.length > 0 ? masked(answerMsg, headers, secrets) : { headers, body: answerMsg };
+    const te = answerMsg.headers['transfer-encoding'];
+    const out = secrets?.length ? masked(answerMsg, headers, secrets, te) : { headers, body: answerMsg };
     if ('problem' in out) {
       answerMsg.resume();
       return answer(res, 502, `forkflush: ${out.problem}`);
