@@ -51514,7 +51514,8 @@ var resultSchema = external_exports.object({
   failure: failureSchema.optional(),
   retries: external_exports.array(retrySchema).optional(),
   unchanged: external_exports.literal(true).optional(),
-  spentBasis: external_exports.enum(["estimated", "none"]).optional()
+  spentBasis: external_exports.enum(["estimated", "none"]).optional(),
+  earlierSpent: external_exports.number().finite().nonnegative().optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -52179,7 +52180,8 @@ var TRAILERS = {
   failure: "Forkflush-Failure",
   retries: "Forkflush-Retries",
   unchanged: "Forkflush-Unchanged",
-  spentBasis: "Forkflush-Spent-Basis"
+  spentBasis: "Forkflush-Spent-Basis",
+  earlierSpent: "Forkflush-Earlier-Spent"
 };
 var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
@@ -52250,6 +52252,7 @@ function parseCommitMessage(message, commit) {
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
+  const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
   return {
     runId: runId2,
     episode,
@@ -52272,7 +52275,8 @@ function parseCommitMessage(message, commit) {
       ...failure2 ? { failure: failure2 } : {},
       ...retries && retries.length > 0 ? { retries } : {},
       ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
-      ...spentBasis ? { spentBasis } : {}
+      ...spentBasis ? { spentBasis } : {},
+      ...Number.isFinite(earlierSpent) && earlierSpent > 0 ? { earlierSpent } : {}
     })
   };
 }
@@ -52310,7 +52314,7 @@ function spent(state, lineage) {
   return sum;
 }
 function charged(e) {
-  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+  return (e.result?.spent ?? 0) + (e.result?.earlierSpent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function minEpisode(state) {
   return state.config.budget.episode * LEAST_EPISODE_SHARE;
@@ -54420,6 +54424,7 @@ function overBudget(state) {
   const over = episodes.filter((e) => own4(e) > e.allowance * (1 + 1e-9)).sort((a, b) => own4(b) - b.allowance - (own4(a) - a.allowance));
   const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own4(e), 3)} of ${formatNumber(e.allowance, 3)}`);
   const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const rerunJobs = episodes.filter((e) => (e.result?.earlierSpent ?? 0) > 0);
   const why = [
     ...over.length > 0 ? [
       `${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it")
@@ -54427,6 +54432,12 @@ function overBudget(state) {
     ...rerun.length > 0 ? [
       `${rerun.length === 1 ? "an episode" : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), what ${rerun.length === 1 ? "its interrupted attempts" : "their interrupted attempts"} spent charged too (${formatNumber(
         rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+        3
+      )})`
+    ] : [],
+    ...rerunJobs.length > 0 ? [
+      `${rerunJobs.length === 1 ? "an episode's job was" : `${rerunJobs.length} episodes' jobs were`} run again by hand on GitHub ("Re-run failed jobs"), each attempt before charged its whole allowance, an estimate (${formatNumber(
+        rerunJobs.reduce((n, e) => n + (e.result?.earlierSpent ?? 0), 0),
         3
       )})`
     ] : []
@@ -54545,7 +54556,7 @@ function roundsChecklist(state) {
       const text = `${e.id} ${score}`;
       return r.kind === "fork" && adopted.includes(e.id) ? `**${text}** (won)` : text;
     });
-    const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
+    const spentHere = r.episodes.reduce((sum, e) => sum + charged(e), 0);
     const what = r.extra ? `${r.phase}, after the plan` : r.phase;
     const outcome = r.decision && r.kind === "fork" && r.decision.winner === null ? ", no branch scored: the leader goes on" : "";
     lines2.push(

@@ -29790,7 +29790,8 @@ var resultSchema = external_exports.object({
   failure: failureSchema.optional(),
   retries: external_exports.array(retrySchema).optional(),
   unchanged: external_exports.literal(true).optional(),
-  spentBasis: external_exports.enum(["estimated", "none"]).optional()
+  spentBasis: external_exports.enum(["estimated", "none"]).optional(),
+  earlierSpent: external_exports.number().finite().nonnegative().optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -30432,13 +30433,14 @@ function spent(state, lineage) {
   return sum;
 }
 function charged(e) {
-  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+  return (e.result?.spent ?? 0) + (e.result?.earlierSpent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function estimatedSpent(state) {
   let sum = 0;
   for (const e of state.rounds.flatMap((r) => r.episodes)) {
     if (e.result?.spentBasis === "estimated") sum += e.result.spent;
     if (e.interruptedBasis === "estimated") sum += e.interruptedSpent ?? 0;
+    sum += e.result?.earlierSpent ?? 0;
   }
   return sum;
 }
@@ -30489,7 +30491,8 @@ var TRAILERS = {
   failure: "Forkflush-Failure",
   retries: "Forkflush-Retries",
   unchanged: "Forkflush-Unchanged",
-  spentBasis: "Forkflush-Spent-Basis"
+  spentBasis: "Forkflush-Spent-Basis",
+  earlierSpent: "Forkflush-Earlier-Spent"
 };
 var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
@@ -30549,6 +30552,7 @@ function commitMessage(runId2, unit, e, result, details) {
     ...r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : [],
     ...r.unchanged ? [`${TRAILERS.unchanged}: yes`] : [],
     ...r.spentBasis ? [`${TRAILERS.spentBasis}: ${r.spentBasis}`] : [],
+    ...r.earlierSpent ? [`${TRAILERS.earlierSpent}: ${r.earlierSpent}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines2.join("\n")}
@@ -30596,6 +30600,7 @@ function parseCommitMessage(message, commit) {
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis2 = basis === "estimated" || basis === "none" ? basis : void 0;
+  const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
   return {
     runId: runId2,
     episode: episode2,
@@ -30618,7 +30623,8 @@ function parseCommitMessage(message, commit) {
       ...failure3 ? { failure: failure3 } : {},
       ...retries && retries.length > 0 ? { retries } : {},
       ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
-      ...spentBasis2 ? { spentBasis: spentBasis2 } : {}
+      ...spentBasis2 ? { spentBasis: spentBasis2 } : {},
+      ...Number.isFinite(earlierSpent) && earlierSpent > 0 ? { earlierSpent } : {}
     })
   };
 }
@@ -32645,6 +32651,7 @@ function overBudget(state) {
   const over = episodes.filter((e) => own3(e) > e.allowance * (1 + 1e-9)).sort((a, b) => own3(b) - b.allowance - (own3(a) - a.allowance));
   const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own3(e), 3)} of ${formatNumber(e.allowance, 3)}`);
   const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const rerunJobs = episodes.filter((e) => (e.result?.earlierSpent ?? 0) > 0);
   const why = [
     ...over.length > 0 ? [
       `${over.length === 1 ? "an episode" : `${over.length} episodes`} spent past ${over.length === 1 ? "its allowance" : "their allowances"} (${named.join(", ")}${over.length > 3 ? ", ..." : ""}); ` + (state.config.agent.kind === "command" ? "a command agent reports its spend when it ends, so forkflush cannot stop it at its allowance: have it stop itself at $FORKFLUSH_BUDGET" : "an agent CLI is stopped at the first reading of its usage past its allowance, so one long model call can pass it")
@@ -32652,6 +32659,12 @@ function overBudget(state) {
     ...rerun.length > 0 ? [
       `${rerun.length === 1 ? "an episode" : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), what ${rerun.length === 1 ? "its interrupted attempts" : "their interrupted attempts"} spent charged too (${formatNumber(
         rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+        3
+      )})`
+    ] : [],
+    ...rerunJobs.length > 0 ? [
+      `${rerunJobs.length === 1 ? "an episode's job was" : `${rerunJobs.length} episodes' jobs were`} run again by hand on GitHub ("Re-run failed jobs"), each attempt before charged its whole allowance, an estimate (${formatNumber(
+        rerunJobs.reduce((n, e) => n + (e.result?.earlierSpent ?? 0), 0),
         3
       )})`
     ] : []
@@ -36046,17 +36059,21 @@ import { rename as rename5, rm as rm6 } from "node:fs/promises";
 import { pipeline, Transform } from "node:stream";
 import { pipeline as pipelineAsync } from "node:stream/promises";
 import { constants as constants3, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-function masked(body, headers, secrets) {
-  const decode3 = decoders(headers["content-encoding"]);
+function masked(body, headers, secrets, transfer) {
+  const outer = decoders(transfer?.replace(/\bchunked\b/gi, ""));
+  const inner = decoders(headers["content-encoding"]);
+  const decode3 = outer && inner ? [...outer, ...inner] : null;
   if (!decode3) {
-    const encoding = maskHeader(headers["content-encoding"] ?? "", secrets);
+    const encoding = maskHeader(`${transfer ?? ""} ${headers["content-encoding"] ?? ""}`.trim(), secrets);
     return {
       problem: `the upstream's answer is in an encoding that cannot be searched for the model's key (${encoding})`
     };
   }
   const out = {};
+  const named = secrets.map((s) => s.toString().toLowerCase());
   for (const [k, v] of Object.entries(headers))
-    if (decode3.length === 0 || !/^content-(encoding|length)$/.test(k)) out[k] = maskHeader(v, secrets);
+    if ((decode3.length === 0 || !/^content-(encoding|length)$/.test(k)) && !named.some((s) => k.includes(s)))
+      out[k] = maskHeader(v, secrets);
   const mask = new Mask(secrets);
   pipeline([body, ...decode3, mask], () => {
   });
@@ -36703,12 +36720,7 @@ function withEarlierAttempts(r, earlier, allowance, unit) {
   const extra = round(allowance * earlier);
   const before = earlier === 1 ? "the attempt before it" : `each of the ${earlier} attempts before it`;
   const note = `a re-run (attempt ${earlier + 1} of its workflow run): ${before} may have run the agent with no result recorded, charged its whole allowance (${formatNumber(extra, 6)} ${unit} in all, an estimate)`;
-  return {
-    ...r,
-    spent: round(r.spent + extra),
-    spentBasis: "estimated",
-    note: [r.note, note].filter(Boolean).join("; ")
-  };
+  return { ...r, earlierSpent: extra, note: [r.note, note].filter(Boolean).join("; ") };
 }
 function round(x) {
   return Math.round(x * 1e6) / 1e6;
@@ -37353,7 +37365,8 @@ function relay(req, res, up, secrets, watch) {
   up.on("response", (answerMsg) => {
     watch.reached();
     const headers = forwarded2(answerMsg.headers);
-    const out = secrets && secrets.length > 0 ? masked(answerMsg, headers, secrets) : { headers, body: answerMsg };
+    const te = answerMsg.headers["transfer-encoding"];
+    const out = secrets?.length ? masked(answerMsg, headers, secrets, te) : { headers, body: answerMsg };
     if ("problem" in out) {
       answerMsg.resume();
       return answer(res, 502, `forkflush: ${out.problem}`);

@@ -11,9 +11,9 @@ export function spent(state: RunState, lineage?: number): number {
   return sum;
 }
 
-/** What an episode cost: its result's spend, and what its interrupted attempts spent. */
+/** What an episode cost: its result's spend, and what its interrupted attempts (and a re-run's earlier ones) spent. */
 export function charged(e: Episode): number {
-  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+  return (e.result?.spent ?? 0) + (e.result?.earlierSpent ?? 0) + (e.interruptedSpent ?? 0);
 }
 
 /** How much of `spent(state)` is an estimate (core/charge.ts): spend of agents that reported no usage. */
@@ -22,6 +22,7 @@ export function estimatedSpent(state: RunState): number {
   for (const e of state.rounds.flatMap((r) => r.episodes)) {
     if (e.result?.spentBasis === 'estimated') sum += e.result.spent;
     if (e.interruptedBasis === 'estimated') sum += e.interruptedSpent ?? 0;
+    sum += e.result?.earlierSpent ?? 0;
   }
   return sum;
 }

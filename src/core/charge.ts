@@ -101,7 +101,7 @@ function tryCharge(t: TryFacts, allowance: number, c: ChargeInput): Charge {
  * job may have spent: a lost runner pushes no result, so what its agent spent is in no record. Each
  * is charged the episode's whole allowance, an estimate said as one.
  */
-export function withEarlierAttempts<R extends Pick<EpisodeResult, 'spent' | 'spentBasis' | 'note'>>(
+export function withEarlierAttempts<R extends Pick<EpisodeResult, 'earlierSpent' | 'note'>>(
   r: R,
   earlier: number,
   allowance: number,
@@ -111,12 +111,7 @@ export function withEarlierAttempts<R extends Pick<EpisodeResult, 'spent' | 'spe
   const extra = round(allowance * earlier);
   const before = earlier === 1 ? 'the attempt before it' : `each of the ${earlier} attempts before it`;
   const note = `a re-run (attempt ${earlier + 1} of its workflow run): ${before} may have run the agent with no result recorded, charged its whole allowance (${formatNumber(extra, 6)} ${unit} in all, an estimate)`;
-  return {
-    ...r,
-    spent: round(r.spent + extra),
-    spentBasis: 'estimated',
-    note: [r.note, note].filter(Boolean).join('; '),
-  };
+  return { ...r, earlierSpent: extra, note: [r.note, note].filter(Boolean).join('; ') };
 }
 
 /** Six decimals are plenty for any unit and keep float noise out of commits and reports. */

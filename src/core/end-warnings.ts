@@ -66,6 +66,7 @@ export function overBudget(state: RunState): string | null {
     .sort((a, b) => own(b) - b.allowance - (own(a) - a.allowance));
   const named = over.slice(0, 3).map((e) => `${e.id}: ${formatNumber(own(e), 3)} of ${formatNumber(e.allowance, 3)}`);
   const rerun = episodes.filter((e) => (e.interruptedSpent ?? 0) > 0);
+  const rerunJobs = episodes.filter((e) => (e.result?.earlierSpent ?? 0) > 0);
   const why = [
     ...(over.length > 0
       ? [
@@ -80,6 +81,15 @@ export function overBudget(state: RunState): string | null {
           `${rerun.length === 1 ? 'an episode' : `${rerun.length} episodes`} ran again after an interruption (a stop, Ctrl-C), ` +
             `what ${rerun.length === 1 ? 'its interrupted attempts' : 'their interrupted attempts'} spent charged too (${formatNumber(
               rerun.reduce((n, e) => n + (e.interruptedSpent ?? 0), 0),
+              3,
+            )})`,
+        ]
+      : []),
+    ...(rerunJobs.length > 0
+      ? [
+          `${rerunJobs.length === 1 ? "an episode's job was" : `${rerunJobs.length} episodes' jobs were`} run again by hand on GitHub ("Re-run failed jobs"), ` +
+            `each attempt before charged its whole allowance, an estimate (${formatNumber(
+              rerunJobs.reduce((n, e) => n + (e.result?.earlierSpent ?? 0), 0),
               3,
             )})`,
         ]

@@ -4,7 +4,7 @@
 // and body. Pure text from the run's state and its record's view (github-text.ts GitHubView).
 
 import { BODY_MAX_CHARS, CHECK_OUTPUT_MAX_BYTES, CHECKLIST_MAX_ROUNDS } from './bounds.js';
-import { spent } from './budget.js';
+import { charged, spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
 import { endWarnings } from './end-warnings.js';
 import { branchView, clip, commentMarker, type GitHubView, type RunPhase } from './github-text.js';
@@ -141,7 +141,7 @@ export function roundsChecklist(state: RunState): string {
       const text = `${e.id} ${score}`;
       return r.kind === 'fork' && adopted.includes(e.id) ? `**${text}** (won)` : text;
     });
-    const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
+    const spentHere = r.episodes.reduce((sum, e) => sum + charged(e), 0);
     const what = r.extra ? `${r.phase}, after the plan` : r.phase;
     const outcome =
       r.decision && r.kind === 'fork' && r.decision.winner === null ? ', no branch scored: the leader goes on' : '';

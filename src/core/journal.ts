@@ -53,6 +53,7 @@ const TRAILERS = {
   retries: 'Forkflush-Retries',
   unchanged: 'Forkflush-Unchanged',
   spentBasis: 'Forkflush-Spent-Basis',
+  earlierSpent: 'Forkflush-Earlier-Spent',
 } as const;
 
 /** The most an episode's result keeps of what its agent (or grader) wrote: see boundedResult. */
@@ -163,6 +164,7 @@ export function commitMessage(
     ...(r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : []),
     ...(r.unchanged ? [`${TRAILERS.unchanged}: yes`] : []),
     ...(r.spentBasis ? [`${TRAILERS.spentBasis}: ${r.spentBasis}`] : []),
+    ...(r.earlierSpent ? [`${TRAILERS.earlierSpent}: ${r.earlierSpent}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -228,6 +230,7 @@ export function parseCommitMessage(
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis = basis === 'estimated' || basis === 'none' ? basis : undefined;
+  const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
   return {
     runId,
     episode,
@@ -251,6 +254,7 @@ export function parseCommitMessage(
       ...(retries && retries.length > 0 ? { retries } : {}),
       ...(fields.get(TRAILERS.unchanged) === 'yes' ? { unchanged: true as const } : {}),
       ...(spentBasis ? { spentBasis } : {}),
+      ...(Number.isFinite(earlierSpent) && earlierSpent > 0 ? { earlierSpent } : {}),
     }),
   };
 }

@@ -84,6 +84,7 @@ const resultSchema = z.object({
   retries: z.array(retrySchema).optional(),
   unchanged: z.literal(true).optional(),
   spentBasis: z.enum(['estimated', 'none']).optional(),
+  earlierSpent: z.number().finite().nonnegative().optional(),
 });
 
 const episodeSchema = z.object({

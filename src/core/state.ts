@@ -82,6 +82,11 @@ export interface EpisodeResult {
   unchanged?: true;
   /** How `spent` is known when it is not measured (core/charge.ts): an estimate, or nothing charged. */
   spentBasis?: Exclude<SpentBasis, 'measured'>;
+  /**
+   * On GitHub, what the attempts of a re-run job before this one may have spent, an estimate
+   * (core/charge.ts withEarlierAttempts): charged with the episode, apart from what its agent spent.
+   */
+  earlierSpent?: number;
 }
 
 /** An agent's failure as a result records it (the provider's wait is the worker's business). */

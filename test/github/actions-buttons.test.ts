@@ -10,6 +10,7 @@ import { Probot } from 'probot';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { startNightly } from '../../src/app/server.js';
+import { charged as chargedOf } from '../../src/core/budget.js';
 import { CONFIG, Harness, testOctokit } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -189,14 +190,14 @@ describe('"Re-run failed jobs" on a round whose end no event reported (Actions m
           .map((l) => JSON.parse(l).episode)
       : [];
     const agentRuns = 1 + calls.filter((e: string) => e === 'r0.b1').length;
-    const charged = (b1?.result?.spent ?? 0) + (b1?.interruptedSpent ?? 0);
+    const charged = b1 ? chargedOf(b1) : 0;
     // Either the re-run runs no agent (the round settles with the lost job's failure charged, at
     // the deadline), or both attempts are charged (9 + 13.5): never an agent run not in the ledger.
     const counted = agentRuns === 1 || charged >= 9 + 13.5;
     expect({ agentRuns, charged, counted }).toEqual({ agentRuns, charged, counted: true });
     // The re-run ran the agent, and its result carries the lost attempt's charge: its allowance.
     expect(agentRuns).toBe(2);
-    expect(b1?.result?.spent).toBe(13.5 + (b1?.allowance ?? Number.NaN));
+    expect(b1?.result).toMatchObject({ spent: 13.5, earlierSpent: b1?.allowance });
     expect(b1?.result?.note).toContain('a re-run (attempt 2 of its workflow run)');
   });
 });

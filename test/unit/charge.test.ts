@@ -85,15 +85,15 @@ describe('chargeFor', () => {
 
 describe('withEarlierAttempts', () => {
   const r = { spent: 3, note: 'its own note' };
-  it('charges each attempt before a re-run its whole allowance, an estimate said as one', () => {
+  it('charges each attempt before a re-run its whole allowance, apart from what its agent spent, an estimate said as one', () => {
     expect(withEarlierAttempts(r, 0, 10, 'tokens')).toBe(r);
     expect(withEarlierAttempts(r, 1, 10, 'tokens')).toEqual({
-      spent: 13,
-      spentBasis: 'estimated',
+      spent: 3,
+      earlierSpent: 10,
       note: 'its own note; a re-run (attempt 2 of its workflow run): the attempt before it may have run the agent with no result recorded, charged its whole allowance (10 tokens in all, an estimate)',
     });
-    expect(withEarlierAttempts({ spent: 0 }, 2, 0.5, 'usd')).toMatchObject({
-      spent: 1,
+    expect(withEarlierAttempts({ spent: 0, note: undefined }, 2, 0.5, 'usd')).toMatchObject({
+      earlierSpent: 1,
       note: 'a re-run (attempt 3 of its workflow run): each of the 2 attempts before it may have run the agent with no result recorded, charged its whole allowance (1 usd in all, an estimate)',
     });
   });
