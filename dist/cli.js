@@ -609,8 +609,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -718,13 +718,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count4 = 0;
+        let count3 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count4)
-            count4 = c;
+          if (c > count3)
+            count3 = c;
         }
-        return count4;
+        return count3;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -3677,8 +3677,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count4, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count4);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -3755,12 +3755,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count4 = 1;
+        let count3 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count4 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count4);
+        const pointer = " ".repeat(ci) + "^".repeat(count3);
         error62.message += `:
 
 ${lineStr}
@@ -7453,33 +7453,28 @@ import { createWriteStream } from "node:fs";
 // src/io/awake.ts
 var awake = 0;
 var last = performance.now();
-var ticker = null;
-var waiting = 0;
-function count() {
+var ticking = false;
+function awakeNow() {
+  if (!ticking) {
+    ticking = true;
+    setInterval(awakeNow, AWAKE_TICK_MS).unref();
+  }
   const now = performance.now();
   awake += Math.min(now - last, AWAKE_STEP_MAX_MS);
   last = now;
   return awake;
 }
 function afterAwake(ms, fn) {
-  if (waiting++ === 0) {
-    count();
-    ticker = setInterval(count, AWAKE_TICK_MS).unref();
-  }
-  const end = count() + ms;
+  const end = awakeNow() + ms;
   let timer;
   let done = false;
   const cancel = () => {
-    if (done) return;
     done = true;
     clearTimeout(timer);
-    if (--waiting === 0 && ticker) {
-      clearInterval(ticker);
-      ticker = null;
-    }
   };
   const check2 = () => {
-    const left = end - count();
+    if (done) return;
+    const left = end - awakeNow();
     if (left > 0) timer = setTimeout(check2, Math.min(left, TIMER_MAX_MS));
     else {
       cancel();
@@ -7765,11 +7760,11 @@ function rangeConflict(f2) {
     ["subgid", f2.subgid]
   ]) {
     for (const line of text.split("\n")) {
-      const [name2, start2, count4] = line.split(":").map((s) => s.trim());
-      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count4 ?? "")) continue;
+      const [name2, start2, count3] = line.split(":").map((s) => s.trim());
+      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count3 ?? "")) continue;
       const from = Number(start2);
-      if (from <= last2 && from + Number(count4) - 1 >= UID_RANGE.group)
-        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count4) - 1}`;
+      if (from <= last2 && from + Number(count3) - 1 >= UID_RANGE.group)
+        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count3) - 1}`;
     }
   }
   for (const [what, text] of [
@@ -7777,8 +7772,8 @@ function rangeConflict(f2) {
     ["gids", f2.gidMap]
   ]) {
     const covered = text.split("\n").some((line) => {
-      const [inside, , count4] = line.trim().split(/\s+/).map(Number);
-      return inside !== void 0 && count4 !== void 0 && inside <= UID_RANGE.group && inside + count4 - 1 >= last2;
+      const [inside, , count3] = line.trim().split(/\s+/).map(Number);
+      return inside !== void 0 && count3 !== void 0 && inside <= UID_RANGE.group && inside + count3 - 1 >= last2;
     });
     if (!covered) return `this user namespace (a container) maps no ${what} as high as ${UID_RANGE.group}`;
   }
@@ -9769,14 +9764,14 @@ function codePointLength(str3) {
   const units = str3.length;
   if (!highSurrogate.test(str3))
     return units;
-  let count4 = units;
+  let count3 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str3.charCodeAt(i) & 64512) === 55296 && (str3.charCodeAt(i + 1) & 64512) === 56320) {
-      count4--;
+      count3--;
       i++;
     }
   }
-  return count4;
+  return count3;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -14159,8 +14154,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count4, one, few, many) {
-  const absCount = Math.abs(count4);
+function getBelarusianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -16807,8 +16802,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count4, one, many) {
-  return Math.abs(count4) === 1 ? one : many;
+function getArmenianPlural(count3, one, many) {
+  return Math.abs(count3) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -19546,8 +19541,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count4, one, few, many) {
-  const absCount = Math.abs(count4);
+function getRussianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -29166,7 +29161,7 @@ function figure(v) {
   if (v === void 0 || v === null) return 0;
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : Number.NaN;
 }
-function count2(v) {
+function count(v) {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
 function str(v) {
@@ -29740,13 +29735,13 @@ function gaveNoResult(r) {
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count3 = external_exports.number().int().nonnegative();
+var count2 = external_exports.number().int().nonnegative();
 var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
   costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count3.nullable(),
+  turns: count2.nullable(),
   pricedFrom: external_exports.string().optional()
 });
 function validUsage(u) {
@@ -29795,9 +29790,9 @@ var resultSchema = external_exports.object({
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
-  round: count3,
-  branch: count3,
-  lineage: count3,
+  round: count2,
+  branch: count2,
+  lineage: count2,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
@@ -29812,14 +29807,14 @@ var episodeSchema = external_exports.object({
   interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
-  index: count3,
-  segment: count3,
+  index: count2,
+  segment: count2,
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
   decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
   extra: external_exports.boolean().optional(),
-  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count3 })).optional()
+  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count2 })).optional()
 });
 var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
@@ -29833,11 +29828,11 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count3, head: sha, context: episodeId2.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId2.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count3.optional(),
+  extraForks: count2.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var localRunSchema = external_exports.object({
@@ -30691,14 +30686,14 @@ function randomFrom(seed) {
     return ((t ^ t >>> 14) >>> 0) / 4294967296;
   };
 }
-function pickIndices(n, count4, seed) {
+function pickIndices(n, count3, seed) {
   const random = randomFrom(seed);
   const order2 = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order2[i], order2[j]] = [order2[j], order2[i]];
   }
-  return order2.slice(0, count4).sort((a, b) => a - b);
+  return order2.slice(0, count3).sort((a, b) => a - b);
 }
 
 // src/core/schedule.ts
@@ -31703,11 +31698,11 @@ function tripletKey(t) {
 function heldOut(t, share2) {
   return fnv1a(tripletKey(t)) / 2 ** 32 < share2;
 }
-function newQuestions(ids, count4, answered, seed) {
+function newQuestions(ids, count3, answered, seed) {
   const points = [...new Set(ids)].sort();
   const n = points.length;
   const possible = n * (n - 1) * (n - 2) / 2;
-  const want = Math.min(count4, possible);
+  const want = Math.min(count3, possible);
   const have = new Set(answered);
   const inMap = new Set(points);
   let already = 0;
@@ -32534,9 +32529,9 @@ function parseManifest(text, where) {
 }
 function planCompare(p) {
   const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
-  const count4 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
+  const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
   const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
-  const seeds = Array.from({ length: count4 }, (_, i) => p.seed + i);
+  const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);
   const entries = [];
   for (const seed of seeds)
     for (const v of variants)
@@ -32940,8 +32935,8 @@ var GitStalledError = class extends GitError {
     super(args, null, "");
     this.ms = ms;
     this.blockedOn = blockedOn;
-    const waiting2 = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
-    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting2}`;
+    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
   }
   ms;
   blockedOn;
@@ -33301,15 +33296,15 @@ function paddedRange(values) {
   const finite2 = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
   return [finite2(finite2(lo) - pad), finite2(finite2(hi) + pad)];
 }
-function ticks(lo, hi, count4 = 5) {
+function ticks(lo, hi, count3 = 5) {
   const half = hi / 2 - lo / 2;
   if (!(half > 0)) return [lo];
-  const raw = half / count4 * 2;
+  const raw = half / count3 * 2;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out = [];
   const last2 = Math.floor(hi / step + 1e-9);
-  for (let i = Math.ceil(lo / step); i <= last2 && out.length <= count4 * 3; i++)
+  for (let i = Math.ceil(lo / step); i <= last2 && out.length <= count3 * 3; i++)
     out.push(Number((i * step).toPrecision(12)));
   return out;
 }
@@ -35338,13 +35333,13 @@ function readTotals(saved) {
   for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
     if (isRecord(m))
       addUse(models, model, {
-        input: count2(m.input ?? m.inputTokens),
-        cached: count2(m.cached ?? m.cacheReadTokens),
-        written: count2(m.written ?? m.cacheWriteTokens),
-        output: count2(m.output ?? m.outputTokens),
-        calls: count2(m.calls ?? m.requests)
+        input: count(m.input ?? m.inputTokens),
+        cached: count(m.cached ?? m.cacheReadTokens),
+        written: count(m.written ?? m.cacheWriteTokens),
+        output: count(m.output ?? m.outputTokens),
+        calls: count(m.calls ?? m.requests)
       });
-  return { models, nanoAiu: count2(v.nanoAiu) };
+  return { models, nanoAiu: count(v.nanoAiu) };
 }
 function parseUsageFile(text) {
   let json2;
@@ -35360,7 +35355,7 @@ function parseUsageFile(text) {
     const u = isRecord(m.usage) ? m.usage : {};
     addUse(models, model, { ...tokensOf(u), calls: figure(isRecord(m.requests) ? m.requests.count : 0) });
   }
-  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
+  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count(json2.totalNanoAiu) };
 }
 function sessionErrors(stdout) {
   return [...jsonLines(stdout)].flatMap(
@@ -35689,7 +35684,7 @@ function usageFromStats(stats) {
     if (!isRecord(m) || !isRecord(m.tokens)) return null;
     addUse(tally2, model, tokenUse({ ...m.tokens, input: m.tokens.prompt, output: m.tokens.candidates }));
     const main2 = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
-    if (main2) turns += count2(main2.totalRequests) - count2(main2.totalErrors);
+    if (main2) turns += count(main2.totalRequests) - count(main2.totalErrors);
   }
   return { tally: tally2, turns };
 }
@@ -35735,14 +35730,14 @@ function geminiLog(text, out, other) {
       if (!isRecord(m)) continue;
       const api = isRecord(m.api) ? m.api : {};
       const t = isRecord(m.tokens) ? m.tokens : {};
-      const failed = count2(api.totalErrors);
-      const calls = `${count2(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}`;
-      out.add(`model ${model}`, `${calls}, ${count2(t.prompt)} in, ${count2(t.candidates) + count2(t.thoughts)} out`);
+      const failed = count(api.totalErrors);
+      const calls = `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}`;
+      out.add(`model ${model}`, `${calls}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`);
     }
     const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
     for (const [tool, t] of Object.entries(tools))
       if (isRecord(t))
-        out.add(`tool ${tool}`, `${count2(t.count)} calls${count2(t.fail) > 0 ? `, ${count2(t.fail)} failed` : ""}`);
+        out.add(`tool ${tool}`, `${count(t.count)} calls${count(t.fail) > 0 ? `, ${count(t.fail)} failed` : ""}`);
     if (r.error) out.add("error", `${r.error.type}: ${r.error.message}`);
     for (const w of r.warnings ?? []) out.add("warning", w);
   }
@@ -35986,7 +35981,7 @@ var qwenCode = defineSpec({
       };
       await writeFile5(join12(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2.totals) ? record2.totals : null;
-      return { id, baseline: t && { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) } };
+      return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -36177,7 +36172,7 @@ async function readRecord2(contextDir, kind) {
   return v;
 }
 async function runSession(spec, agent, s) {
-  const started = performance.now();
+  const started = awakeNow();
   const executable = agent.command ?? spec.cli?.executable ?? "";
   const e = { ...s, agent, executable, home: join13(s.contextDir, "home") };
   const notes = [];
@@ -36201,7 +36196,7 @@ async function runSession(spec, agent, s) {
   if (t.ending.restart && resume) {
     await clear(s.contextDir);
     notes.push(freshNote(spec.name, t.ending.restart));
-    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
+    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (awakeNow() - started)));
   }
   const { run: r, cli, ending, spent: spent2 } = t;
   notes.push(...t.notes);
@@ -36217,7 +36212,7 @@ async function runSession(spec, agent, s) {
     );
   }
   const measured = s.unit === "tokens" || s.unit === "usd";
-  const outcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1e3 };
+  const outcome = { exit, reportedSpend: null, seconds: (awakeNow() - started) / 1e3 };
   const said = spec.finalMessage(r.stdout)?.trim();
   if (spent2) notes.push(...spent2.notes ?? []);
   if (spent2?.spend !== void 0) outcome.reportedSpend = spent2.spend;
@@ -36733,7 +36728,7 @@ import { join as join17 } from "node:path";
 // src/worker/agent-tries.ts
 import { rm as rm8 } from "node:fs/promises";
 async function runTries(input2) {
-  const clock = input2.clock ?? (() => performance.now());
+  const clock = input2.clock ?? awakeNow;
   const sleep = input2.sleep ?? abortableSleep;
   const first = input2.session;
   const started = clock();
@@ -36801,8 +36796,8 @@ function watchOffline(input2, stop3) {
   const timer = setInterval(() => {
     const now = o.traffic();
     if (now.reached > before.reached) return void clearInterval(timer);
-    if (now.failed > before.failed) failingSince ??= performance.now();
-    if (failingSince !== null && performance.now() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
+    if (now.failed > before.failed) failingSince ??= awakeNow();
+    if (failingSince !== null && awakeNow() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
       clearInterval(timer);
       stop3();
     }
@@ -37099,12 +37094,12 @@ function machineProxy(env) {
     }
   };
 }
-function limiter(most, waiting2) {
+function limiter(most, waiting) {
   let running2 = 0;
   const queue = [];
   return async (task) => {
     if (running2 < most) running2++;
-    else if (queue.length >= waiting2) throw new Error("too many connections are being opened at once");
+    else if (queue.length >= waiting) throw new Error("too many connections are being opened at once");
     else await new Promise((go) => queue.push(go));
     try {
       return await task();
@@ -37827,7 +37822,7 @@ async function startGradeService(args) {
   };
 }
 function gradingServer(args, secret, closing) {
-  let count4 = 0;
+  let count3 = 0;
   let queue = Promise.resolve();
   const server = createServer2((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
@@ -37842,7 +37837,7 @@ function gradingServer(args, secret, closing) {
       if (closing.aborted) {
         return { exitCode: 3, stdout: "", stderr: "forkflush: the episode has ended; no more gradings\n" };
       }
-      if (count4 >= args.limit) {
+      if (count3 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -37851,7 +37846,7 @@ function gradingServer(args, secret, closing) {
 `
         };
       }
-      count4 += 1;
+      count3 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ${withoutJudgeOnly(args.config)}` : "";
@@ -37867,7 +37862,7 @@ ${withoutJudgeOnly(args.config)}` : "";
   });
   server.maxConnections = GRADE_SERVICE_MAX_CONNECTIONS;
   server.maxRequestsPerSocket = 1;
-  return { server, count: () => count4, queue: () => queue };
+  return { server, count: () => count3, queue: () => queue };
 }
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
@@ -38509,12 +38504,12 @@ async function runSetup(o) {
   await removeTree(o.tmp);
   await mkdir12(join20(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
-  const started = performance.now();
+  const started = awakeNow();
   const deadline = started + setup.timeout * 1e3;
   const log = [];
   let failure3 = null;
   for (const command2 of setup.commands) {
-    const left = deadline - performance.now();
+    const left = deadline - awakeNow();
     if (left <= 0) {
       failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
       break;
@@ -38540,7 +38535,7 @@ ${r.stdout}${r.stderr}`);
     }
     if (failure3) break;
   }
-  const seconds4 = (performance.now() - started) / 1e3;
+  const seconds4 = (awakeNow() - started) / 1e3;
   await removeTree(o.tmp).catch(() => {
   });
   const { cleaned } = await sweepTree(o.dir, o.signal, { nestedRepos: false });
@@ -43557,8 +43552,8 @@ async function statusCommand(dir, p, io) {
 `);
     return 0;
   }
-  const waiting2 = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : "";
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}${waiting2}` : stop3 ? ", stopped" : ", interrupted";
+  const waiting = pid && outageStop(state) ? ", waiting out its provider's outage to try again" : "";
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}${waiting}` : stop3 ? ", stopped" : ", interrupted";
   io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);

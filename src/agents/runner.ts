@@ -18,6 +18,7 @@ import {
   usageOf,
 } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
+import { awakeNow } from '../io/awake.js';
 import { maskFile, maskHeader } from '../io/egress-mask.js';
 import { anySet, hasLogin, installLogins, removeLogins } from '../io/logins.js';
 import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
@@ -103,7 +104,8 @@ export async function runSession<S>(
   agent: Config['agent'],
   s: AgentSession,
 ): Promise<AgentOutcome> {
-  const started = performance.now();
+  // Awake time, as the session's limit counts it: a frozen machine's stretch is not the agent's time.
+  const started = awakeNow();
   const executable = agent.command ?? spec.cli?.executable ?? '';
   const e: Episode = { ...s, agent, executable, home: join(s.contextDir, 'home') };
   const notes: string[] = [];
@@ -128,7 +130,7 @@ export async function runSession<S>(
     // The CLI found no conversation to resume: it has not called the model yet.
     await clear(s.contextDir);
     notes.push(freshNote(spec.name, t.ending.restart));
-    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
+    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (awakeNow() - started)));
   }
   const { run: r, cli, ending, spent } = t;
   notes.push(...t.notes);
@@ -152,7 +154,7 @@ export async function runSession<S>(
   }
 
   const measured = s.unit === 'tokens' || s.unit === 'usd';
-  const outcome: AgentOutcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1000 };
+  const outcome: AgentOutcome = { exit, reportedSpend: null, seconds: (awakeNow() - started) / 1000 };
   const said = spec.finalMessage(r.stdout)?.trim();
   if (spent) notes.push(...(spent.notes ?? []));
   if (spent?.spend !== undefined) outcome.reportedSpend = spent.spend;

@@ -1,16 +1,22 @@
 // Awake time: the monotonic clock less the stretches in which this process could not run, stopped
-// (Ctrl-Z, SIGSTOP) or frozen with its machine (a paused VM or container, whose monotonic clock
-// moves on). A time limit counted in it is time a command could use: a grader that printed its score
-// while forkflush was stopped, or was frozen with it, is not "timed out" by the stop.
+// (SIGSTOP) or frozen with its machine (a paused VM or container, whose monotonic clock moves on).
+// A time limit counted in it is time a command could use: a grader that printed its score while
+// forkflush was stopped, or was frozen with it, is not "timed out" by the stop; nor is a freeze
+// charged as an agent's minutes. A tick counts it; a step longer than AWAKE_STEP_MAX_MS counts as
+// that much (a busy machine's late timers lose a little of it, which only lengthens a limit).
 import { AWAKE_STEP_MAX_MS, AWAKE_TICK_MS, TIMER_MAX_MS } from '../core/bounds.js';
 
 let awake = 0;
 let last = performance.now();
-let ticker: NodeJS.Timeout | null = null;
-let waiting = 0;
+let ticking = false;
 
-/** Awake milliseconds so far: each step since the last count, at most AWAKE_STEP_MAX_MS of it. */
-function count(): number {
+/** Awake milliseconds so far (a clock for differences: its zero is when it was first read). */
+export function awakeNow(): number {
+  if (!ticking) {
+    ticking = true;
+    // unref: the tick alone never keeps the process alive.
+    setInterval(awakeNow, AWAKE_TICK_MS).unref();
+  }
   const now = performance.now();
   awake += Math.min(now - last, AWAKE_STEP_MAX_MS);
   last = now;
@@ -19,25 +25,16 @@ function count(): number {
 
 /** Calls `fn` once `ms` of awake time have passed; the function returned cancels it. */
 export function afterAwake(ms: number, fn: () => void): () => void {
-  // Counted while a limit waits, and only then: an idle process does not tick.
-  if (waiting++ === 0) {
-    count();
-    ticker = setInterval(count, AWAKE_TICK_MS).unref();
-  }
-  const end = count() + ms;
+  const end = awakeNow() + ms;
   let timer: NodeJS.Timeout | undefined;
   let done = false;
   const cancel = () => {
-    if (done) return;
     done = true;
     clearTimeout(timer);
-    if (--waiting === 0 && ticker) {
-      clearInterval(ticker);
-      ticker = null;
-    }
   };
   const check = () => {
-    const left = end - count();
+    if (done) return;
+    const left = end - awakeNow();
     if (left > 0) timer = setTimeout(check, Math.min(left, TIMER_MAX_MS));
     else {
       cancel();

@@ -24,6 +24,7 @@ import {
 import { RETRY_LEAST_SECONDS } from '../core/method.js';
 import type { AgentUsage, Retry } from '../core/state.js';
 import { failureLine, formatNumber } from '../core/text.js';
+import { awakeNow } from '../io/awake.js';
 import type { RunResult } from '../io/process.js';
 
 export interface TriesInput {
@@ -53,7 +54,7 @@ export interface TriesInput {
   };
   /** Waits before a retry; ends early, without error, when the signal aborts. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Milliseconds, for the time the tries used (performance.now by default). */
+  /** Milliseconds, for the time the tries used (awake time by default: io/awake.ts). */
   clock?: () => number;
   /** A line between two tries, for the agent's log. */
   mark?: (line: string) => Promise<void>;
@@ -72,7 +73,7 @@ export interface Tried {
 }
 
 export async function runTries(input: TriesInput): Promise<Tried> {
-  const clock = input.clock ?? (() => performance.now());
+  const clock = input.clock ?? awakeNow;
   const sleep = input.sleep ?? abortableSleep;
   const first = input.session;
   const started = clock();
@@ -146,8 +147,8 @@ function watchOffline(input: TriesInput, stop: () => void): () => void {
   const timer = setInterval(() => {
     const now = o.traffic();
     if (now.reached > before.reached) return void clearInterval(timer);
-    if (now.failed > before.failed) failingSince ??= performance.now();
-    if (failingSince !== null && performance.now() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
+    if (now.failed > before.failed) failingSince ??= awakeNow();
+    if (failingSince !== null && awakeNow() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
       clearInterval(timer);
       stop();
     }

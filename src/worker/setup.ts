@@ -20,6 +20,7 @@ import { FAILURE_LINE_MAX_CHARS, SETUP_OUTPUT_MAX_CHARS } from '../core/bounds.j
 import type { Config } from '../core/config.js';
 import { failureLine, plainText } from '../core/text.js';
 import { addCleaned, type Cleaned, removeTree, sweepTree } from '../io/agent-files.js';
+import { awakeNow } from '../io/awake.js';
 import { runShell } from '../io/process.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { episodeLogs, privateTmp } from './boundary.js';
@@ -58,12 +59,13 @@ export async function runSetup(o: {
   await removeTree(o.tmp);
   await mkdir(join(o.tmp, 'home'), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== undefined) };
-  const started = performance.now();
+  // In awake time, as each command's limit is: a frozen machine's stretch is no setup's time.
+  const started = awakeNow();
   const deadline = started + setup.timeout * 1000;
   const log: string[] = [];
   let failure: string | null = null;
   for (const command of setup.commands) {
-    const left = deadline - performance.now();
+    const left = deadline - awakeNow();
     if (left <= 0) {
       failure = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command}\``;
       break;
@@ -88,7 +90,7 @@ export async function runSetup(o: {
     }
     if (failure) break;
   }
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = (awakeNow() - started) / 1000;
   await removeTree(o.tmp).catch(() => {});
   // Setup ran the checkout's code (install scripts): what it left there that would stall git goes first.
   const { cleaned } = await sweepTree(o.dir, o.signal, { nestedRepos: false });
