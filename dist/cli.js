@@ -8238,6 +8238,17 @@ function exitWithin(ms, code, say) {
   }, ms);
   timer.unref();
 }
+function stopWithCommands() {
+  const tree = /* @__PURE__ */ new Map();
+  for (let pass = 0; pass < 5; pass++) {
+    const found = new Map(descendantProcesses(process.pid).flatMap((p) => tree.has(p.pid) ? [] : [[p.pid, p.start]]));
+    if (found.size === 0) break;
+    killAll(found, "SIGSTOP");
+    for (const [pid, start2] of found) tree.set(pid, start2);
+  }
+  process.kill(process.pid, "SIGSTOP");
+  killAll(tree, "SIGCONT");
+}
 function runShell(command2, options) {
   return runProcess("/bin/sh", ["-c", command2], options);
 }
@@ -38118,7 +38129,9 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir10(join18(this.gitDir, "info"), { recursive: true });
+    await mkdir10(join18(this.gitDir, "info")).catch((e) => {
+      if (e.code !== "EEXIST") throw e;
+    });
     await writeFile10(join18(this.gitDir, "info", "attributes"), AS_IS2);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
@@ -43198,6 +43211,7 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 import { stat as stat15 } from "node:fs/promises";
 
 // src/cli/drive.ts
+import { existsSync as existsSync5 } from "node:fs";
 function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
@@ -43215,6 +43229,14 @@ async function driveLocked2(open4, io) {
   } catch (e) {
     const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
     if (await saidDiskFull(e, open4, io)) return 1;
+    if (!existsSync5(open4.store.dir)) {
+      io.stderr.write(
+        `
+forkflush: ${open4.store.dir} is gone: the repository was moved or deleted while the run went on. Move it back to ${open4.info.taskDir}, then: ${continueWith}
+`
+      );
+      return 1;
+    }
     if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
       e.message += `
 the run is saved: after the fix, continue it with ${continueWith}`;
@@ -43679,6 +43701,7 @@ forkflush: stopping (${again} to quit at once)...
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);
 process.on("SIGHUP", onSignal);
+process.on("SIGTSTP", stopWithCommands);
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (e) => {
     if (e.code !== "EPIPE") throw e;

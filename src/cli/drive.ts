@@ -1,6 +1,7 @@
 // Driving a local run to its end (run and resume): the progress view, then what stopped it or its
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
 
+import { existsSync } from 'node:fs';
 import { endWarnings, nothingDone } from '../core/end-warnings.js';
 import { UserError } from '../core/errors.js';
 import { AUTOMATION, matchesAny } from '../core/globs.js';
@@ -48,6 +49,14 @@ async function driveLocked(open: OpenRun, io: Io): Promise<number> {
     // What failed unforeseen is the run's end for now, not its loss: every finished episode is saved.
     const continueWith = `forkflush resume ${open.info.taskDir} --run ${open.state.id}`;
     if (await saidDiskFull(e, open, io)) return 1;
+    // Its folder moved or deleted under it: what failed is only a symptom (git in a folder that is gone).
+    if (!existsSync(open.store.dir)) {
+      io.stderr.write(
+        `\nforkflush: ${open.store.dir} is gone: the repository was moved or deleted while the run went on. ` +
+          `Move it back to ${open.info.taskDir}, then: ${continueWith}\n`,
+      );
+      return 1;
+    }
     if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
       e.message += `\nthe run is saved: after the fix, continue it with ${continueWith}`;
     throw e;

@@ -5,8 +5,8 @@ import { CLI_STOP_WITHIN_MS } from '../core/bounds.js';
 // exits at once. Either way the process ends within CLI_STOP_WITHIN_MS, whatever it was waiting for.
 // SIGHUP (a closed terminal, a dropped ssh session) stops it the same way. A reader that closes the
 // pipe (`forkflush run . | head -1`, a killed `tee`) ends the output, never the work: a run goes on
-// to its end and its exit code.
-import { exitWithin, stopAllCommands } from '../io/process.js';
+// to its end and its exit code. Ctrl-Z stops its commands with it (`fg` continues them too).
+import { exitWithin, stopAllCommands, stopWithCommands } from '../io/process.js';
 import { main } from './main.js';
 
 const stop = new AbortController();
@@ -23,6 +23,7 @@ const onSignal = (signal: NodeJS.Signals) => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 process.on('SIGHUP', onSignal);
+process.on('SIGTSTP', stopWithCommands);
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code !== 'EPIPE') throw e;

@@ -119,6 +119,25 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
   timer.unref();
 }
 
+/**
+ * Ctrl-Z (SIGTSTP): the commands forkflush runs lead process groups of their own, out of the
+ * terminal's reach, so they are stopped with it and go on with it: no agent runs on unwatched, past
+ * its limits, while forkflush is stopped. (Its limits count awake time: io/awake.ts.)
+ */
+export function stopWithCommands(): void {
+  // Again until no new one shows: a process may have forked while its parent was being stopped.
+  const tree = new Map<number, string>();
+  for (let pass = 0; pass < 5; pass++) {
+    const found = new Map(descendantProcesses(process.pid).flatMap((p) => (tree.has(p.pid) ? [] : [[p.pid, p.start]])));
+    if (found.size === 0) break;
+    killAll(found, 'SIGSTOP');
+    for (const [pid, start] of found) tree.set(pid, start);
+  }
+  // Stopped here until continued (`fg`, `bg`: SIGCONT to forkflush's group alone).
+  process.kill(process.pid, 'SIGSTOP');
+  killAll(tree, 'SIGCONT');
+}
+
 /** Runs a shell command line (sh -c) in its own process group. */
 export function runShell(command: string, options: RunOptions): Promise<RunResult> {
   return runProcess('/bin/sh', ['-c', command], options);

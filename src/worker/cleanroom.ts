@@ -60,7 +60,10 @@ export class OwnRepo {
 
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs(): Promise<void> {
-    await mkdir(join(this.gitDir, 'info'), { recursive: true });
+    // Not its parents: objects that are gone (a repository moved mid-run) are not made anew, empty.
+    await mkdir(join(this.gitDir, 'info')).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
     await writeFile(join(this.gitDir, 'info', 'attributes'), AS_IS);
   }
 
