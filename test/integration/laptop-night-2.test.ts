@@ -1,18 +1,4 @@
-// A laptop left running overnight, part two: forkflush stopped (Ctrl-Z) or the whole machine frozen
-// (a paused VM or container) at other moments than a judge's grading: in setup, in the agent, in a
-// retry of the agent; and the repository moved while forkflush was stopped.
-// The real CLI as a child process, a command agent, the real sandbox.
-//
-// Tried and held (not rows here): `resume` from the new place of a repository moved while its run
-// was killed is refused, clearly ("was made in <old>, which is gone (the folder moved?) ... move the
-// folder back", exit 2), and goes on once it is moved back. Kills at random moments of a run's end
-// are test/integration/local-chaos.test.ts's. A stop of forkflush alone is sent as SIGSTOP; Ctrl-Z
-// as SIGTSTP, which reaches this test's child (an orphaned process group) only through its handler.
-// Each row failed before its fix ("Now:" in a comment is what it did then): setup's, the tries' and
-// the charged minutes' clocks are awake time (io/awake.ts awakeNow), Ctrl-Z stops forkflush's
-// commands with it (io/process.ts stopWithCommands), and a run folder that is gone is not made anew.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   cleanupAttackTemps,
@@ -23,77 +9,12 @@ import {
   processesWith,
   unique,
 } from '../attacks/helpers.js';
+import { type Cli, descendants, signal, sleep, startCli, stateOf, until } from './cli-child.js';
 
 afterAll(cleanupAttackTemps);
 beforeAll(async () => {
   await currentCli();
 }, 120_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits until `ok()` or the deadline; whether it held. */
-async function until(ok: () => boolean, ms: number, every = 20): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (ok()) return true;
-    await sleep(every);
-  }
-  return ok();
-}
-
-interface Cli {
-  child: ChildProcess;
-  out: () => string;
-  ended: Promise<{ code: number | null; out: string }>;
-}
-
-/** `forkflush ARGS` as a child process leading a group of its own, as a shell's job does. */
-async function startCli(args: string[], cwd: string): Promise<Cli> {
-  const cli = await currentCli();
-  const child = spawn(process.execPath, [cli, ...args], {
-    cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', TMPDIR: process.env.TMPDIR },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const ended = new Promise<{ code: number | null; out: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, out })),
-  );
-  return { child, out: () => out, ended };
-}
-
-/** Every live descendant of `root`, from /proc. */
-function descendants(root: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const n of readdirSync('/proc')) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      const st = readFileSync(`/proc/${n}/stat`, 'utf8');
-      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(n)]);
-    } catch {}
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of kids.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(root);
-  return out;
-}
-
-const signal = (pids: number[], sig: NodeJS.Signals) => {
-  for (const p of pids) {
-    try {
-      process.kill(p, sig);
-    } catch {}
-  }
-};
 
 /** The whole process tree of the CLI frozen for `ms` (a paused VM), then thawed, the commands first. */
 async function freezeTree(cli: Cli, ms: number): Promise<void> {
@@ -107,16 +28,6 @@ async function freezeTree(cli: Cli, ms: number): Promise<void> {
 }
 
 const episodeResult = (dir: string) => newestRunState(dir)?.rounds[0]?.episodes[0]?.result;
-
-/** A process's state letter from /proc (T: stopped), or '' once it is gone. */
-function stateOf(pid: number): string {
-  try {
-    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3);
-  } catch {
-    return '';
-  }
-}
 
 describeSandboxed('a laptop left running overnight, frozen at other moments', () => {
   // Two setup commands, setup.timeout 6; the whole tree frozen 9 s in the first one (1 s of work) while

@@ -1,15 +1,3 @@
-// A laptop left running overnight: forkflush stopped under its feet (Ctrl-Z in its terminal, or the
-// whole process tree frozen as a paused VM or container freezes it) while a judge grades a branch.
-// The real CLI as a child process, a command agent, the real sandbox. A branch whose grader printed
-// its score within its time must keep that score, whatever happened to forkflush's clock meanwhile.
-//
-// Tried and held (not rows here): `resume` from another terminal while the driving `run` is
-// SIGSTOPped is refused ("is being driven by process N", exit 2); `status` meanwhile reads the run;
-// two `run`s started in the same second in one repository get two run ids (…-2) and both finish
-// with their own branches; an agent that finished while forkflush was stopped keeps its score
-// (its exit is recorded as "timeout", a mislabel only).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   cleanupAttackTemps,
@@ -20,77 +8,12 @@ import {
   processesWith,
   unique,
 } from '../attacks/helpers.js';
+import { type Cli, descendants, signal, sleep, startCli, until } from './cli-child.js';
 
 afterAll(cleanupAttackTemps);
 beforeAll(async () => {
   await currentCli();
 }, 120_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits until `ok()` or the deadline; whether it held. */
-async function until(ok: () => boolean, ms: number, every = 20): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (ok()) return true;
-    await sleep(every);
-  }
-  return ok();
-}
-
-interface Cli {
-  child: ChildProcess;
-  out: () => string;
-  ended: Promise<{ code: number | null; out: string }>;
-}
-
-/** `forkflush ARGS` as a child process leading a group of its own, as a shell's job does. */
-async function startCli(args: string[], cwd: string): Promise<Cli> {
-  const cli = await currentCli();
-  const child = spawn(process.execPath, [cli, ...args], {
-    cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', TMPDIR: process.env.TMPDIR },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const ended = new Promise<{ code: number | null; out: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, out })),
-  );
-  return { child, out: () => out, ended };
-}
-
-/** Every live descendant of `root`, from /proc. */
-function descendants(root: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const n of readdirSync('/proc')) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      const st = readFileSync(`/proc/${n}/stat`, 'utf8');
-      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(n)]);
-    } catch {}
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of kids.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(root);
-  return out;
-}
-
-const signal = (pids: number[], sig: NodeJS.Signals) => {
-  for (const p of pids) {
-    try {
-      process.kill(p, sig);
-    } catch {}
-  }
-};
 
 const GRADER_TIMEOUT_S = 6;
 
