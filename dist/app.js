@@ -53054,12 +53054,13 @@ function retryStopped(state) {
   };
 }
 function withoutResult({ result, ...e }) {
-  const spent2 = result?.spent ?? 0;
+  const spent2 = (result?.spent ?? 0) + (result?.earlierSpent ?? 0);
   if (!(spent2 > 0)) return e;
+  const estimated = result?.spentBasis === "estimated" || (result?.earlierSpent ?? 0) > 0 || e.interruptedBasis;
   return {
     ...e,
     interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
-    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
+    ...estimated ? { interruptedBasis: "estimated" } : {}
   };
 }
 

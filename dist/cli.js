@@ -7581,6 +7581,9 @@ function tell(line) {
   keeper.stdin?.write(`${line}
 `);
 }
+function keeperPid() {
+  return keeper?.pid;
+}
 function keepGroup(pgid) {
   tell(`+${pgid}`);
 }
@@ -8240,8 +8243,11 @@ function exitWithin(ms, code, say) {
 }
 function stopWithCommands() {
   const tree = /* @__PURE__ */ new Map();
+  const keeper2 = keeperPid();
   for (let pass = 0; pass < 5; pass++) {
-    const found = new Map(descendantProcesses(process.pid).flatMap((p) => tree.has(p.pid) ? [] : [[p.pid, p.start]]));
+    const found = new Map(
+      descendantProcesses(process.pid).flatMap((p) => tree.has(p.pid) || p.pid === keeper2 ? [] : [[p.pid, p.start]])
+    );
     if (found.size === 0) break;
     killAll(found, "SIGSTOP");
     for (const [pid, start2] of found) tree.set(pid, start2);
@@ -31422,12 +31428,13 @@ function retryStopped(state) {
   };
 }
 function withoutResult({ result, ...e }) {
-  const spent2 = result?.spent ?? 0;
+  const spent2 = (result?.spent ?? 0) + (result?.earlierSpent ?? 0);
   if (!(spent2 > 0)) return e;
+  const estimated = result?.spentBasis === "estimated" || (result?.earlierSpent ?? 0) > 0 || e.interruptedBasis;
   return {
     ...e,
     interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
-    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
+    ...estimated ? { interruptedBasis: "estimated" } : {}
   };
 }
 
@@ -34192,7 +34199,7 @@ function shareOf(before, after) {
     const own3 = ownShare(b ? counts(b) : null, counts(a));
     note ??= own3.note;
     const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
-    if (FIELDS.some((f2) => own3.share[f2] > 0)) share2[model] = { ...own3.share, costUsd };
+    if (FIELDS.some((f2) => !(own3.share[f2] <= 0))) share2[model] = { ...own3.share, costUsd };
   }
   return note ? { share: share2, note } : { share: share2 };
 }

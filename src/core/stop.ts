@@ -436,13 +436,14 @@ export function retryStopped(state: RunState): { state: RunState; episodes: Epis
   };
 }
 
-/** An episode without its result, what the result spent kept as an earlier attempt's. */
+/** An episode without its result, what the result spent (and a re-run's earlier attempts) kept as an earlier attempt's. */
 function withoutResult({ result, ...e }: Episode): Episode {
-  const spent = result?.spent ?? 0;
+  const spent = (result?.spent ?? 0) + (result?.earlierSpent ?? 0);
   if (!(spent > 0)) return e;
+  const estimated = result?.spentBasis === 'estimated' || (result?.earlierSpent ?? 0) > 0 || e.interruptedBasis;
   return {
     ...e,
     interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent).toFixed(6)),
-    ...(result?.spentBasis === 'estimated' || e.interruptedBasis ? { interruptedBasis: 'estimated' as const } : {}),
+    ...(estimated ? { interruptedBasis: 'estimated' as const } : {}),
   };
 }

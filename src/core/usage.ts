@@ -115,7 +115,8 @@ export function shareOf(before: Tally | null, after: Tally): { share: Tally; not
     note ??= own.note;
     const costUsd =
       a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
-    if (FIELDS.some((f) => own.share[f] > 0)) share[model] = { ...own.share, costUsd };
+    // A figure that is not a count (NaN) stays, for unsureFigures to see: dropped, it would be a 0.
+    if (FIELDS.some((f) => !(own.share[f] <= 0))) share[model] = { ...own.share, costUsd };
   }
   return note ? { share, note } : { share };
 }

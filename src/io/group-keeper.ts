@@ -46,6 +46,11 @@ function tell(line: string): void {
   keeper.stdin?.write(`${line}\n`);
 }
 
+/** The keeper's process, if it runs: it must never be stopped with the commands (Ctrl-Z), or a forkflush killed while stopped leaves them running. */
+export function keeperPid(): number | undefined {
+  return keeper?.pid;
+}
+
 /** A command's group to stop if forkflush dies while the command runs. */
 export function keepGroup(pgid: number): void {
   tell(`+${pgid}`);

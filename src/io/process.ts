@@ -18,7 +18,7 @@ import {
 } from '../core/bounds.js';
 import { afterAwake } from './awake.js';
 import { withoutRelativePaths } from './executables.js';
-import { keepGroup, releaseGroup } from './group-keeper.js';
+import { keeperPid, keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, startTime, stillRuns } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
@@ -127,8 +127,12 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
 export function stopWithCommands(): void {
   // Again until no new one shows: a process may have forked while its parent was being stopped.
   const tree = new Map<number, string>();
+  // Not the group keeper: stopped, it would leave the commands running if forkflush were killed meanwhile.
+  const keeper = keeperPid();
   for (let pass = 0; pass < 5; pass++) {
-    const found = new Map(descendantProcesses(process.pid).flatMap((p) => (tree.has(p.pid) ? [] : [[p.pid, p.start]])));
+    const found = new Map(
+      descendantProcesses(process.pid).flatMap((p) => (tree.has(p.pid) || p.pid === keeper ? [] : [[p.pid, p.start]])),
+    );
     if (found.size === 0) break;
     killAll(found, 'SIGSTOP');
     for (const [pid, start] of found) tree.set(pid, start);
