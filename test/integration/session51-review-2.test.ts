@@ -13,7 +13,7 @@ import { spent } from '../../src/core/budget.js';
 import type { EpisodeResult } from '../../src/core/state.js';
 import { retryStopped } from '../../src/core/stop.js';
 import { spentSince, unsureFigures, usageOf } from '../../src/core/usage.js';
-import { openingRound } from './helpers.js';
+import { openingRound } from '../unit/helpers.js';
 
 const temps: string[] = [];
 const pids: number[] = [];
