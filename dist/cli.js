@@ -31967,7 +31967,8 @@ var mapRecordSchema = external_exports.object({
 });
 function buildMap(i) {
   const index = new Map(i.snapshots.map((s, k) => [s.commit, k]));
-  const judgments = i.judgments.filter((j) => index.has(j.anchor) && index.has(j.a) && index.has(j.b)).map((j) => ({ ...j, heldOut: heldOut(j, i.heldOutShare) }));
+  const key2 = (j) => `${j.anchor} ${j.a} ${j.b}`;
+  const judgments = [...i.judgments].sort((x, y) => key2(x) < key2(y) ? -1 : key2(x) > key2(y) ? 1 : 0).filter((j) => index.has(j.anchor) && index.has(j.a) && index.has(j.b)).map((j) => ({ ...j, heldOut: heldOut(j, i.heldOutShare) }));
   const asIndex = (j) => {
     const [near, far] = j.answer === "a" ? [j.a, j.b] : [j.b, j.a];
     return { anchor: index.get(j.anchor), near: index.get(near), far: index.get(far) };

@@ -143,6 +143,13 @@ describe('the idea map of a toy with known basins', () => {
     for (const j of map.triplets.slice(0, 50)) expect(j.heldOut).toBe(heldOut(j, 0.1));
     expect(buildMap(toyInput(points, 2000))).toEqual(map);
   });
+
+  // Failed before its fix: the judge's answers came back in the order a pool of calls finished,
+  // so a re-run of the same map (its answers from the cache) recorded them in another order.
+  it('is the same map whatever order the judgments came in', () => {
+    const input = toyInput(points, 2000);
+    expect(buildMap({ ...input, judgments: [...input.judgments].reverse() })).toEqual(map);
+  });
 });
 
 describe('newQuestions', () => {

@@ -159,7 +159,11 @@ export interface MapInput {
 
 export function buildMap(i: MapInput): MapRecord {
   const index = new Map(i.snapshots.map((s, k) => [s.commit, k]));
-  const judgments = i.judgments
+  // In one order whatever order the judge's answers came in (a pool of calls, the cache): the same
+  // judgments make the same map.
+  const key = (j: Judgment) => `${j.anchor} ${j.a} ${j.b}`;
+  const judgments = [...i.judgments]
+    .sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0))
     .filter((j) => index.has(j.anchor) && index.has(j.a) && index.has(j.b))
     .map((j) => ({ ...j, heldOut: heldOut(j, i.heldOutShare) }));
   const asIndex = (j: Judgment): IndexTriplet => {
