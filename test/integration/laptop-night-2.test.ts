@@ -30,8 +30,8 @@ async function freezeTree(cli: Cli, ms: number): Promise<void> {
 const episodeResult = (dir: string) => newestRunState(dir)?.rounds[0]?.episodes[0]?.result;
 
 describeSandboxed('a laptop left running overnight, frozen at other moments', () => {
-  // Two setup commands, setup.timeout 6; the whole tree frozen 9 s in the first one (1 s of work) while
-  // it prepares the judge's checkout. Now: "in the judge's checkout, setup timed out after 6 s
+  // Two setup commands, setup.timeout 15; the whole tree frozen 20 s in the first one (1 s of work) while
+  // it prepares the judge's checkout. Now: "in the judge's checkout, setup timed out after 15 s
   // (setup.timeout), before `true`", no score, the run ends with nothing: worker/setup.ts runSetup
   // counts the time left with performance.now(). Setup that used 1 s of awake time is not timed out.
   it('keeps the score when the machine was frozen during the judge setup for longer than setup.timeout', async () => {
@@ -40,12 +40,12 @@ describeSandboxed('a laptop left running overnight, frozen at other moments', ()
       agent: `sh -c 'echo 7 > value.txt; echo "{\\"spent\\": 6}" > "$FORKFLUSH_USAGE_FILE"'`,
       grader: 'cat value.txt',
       files: { 'setup.sh': `v=$(cat value.txt)\nsh -c "sleep 1; : stage$v-$1"\n` },
-      extra: `setup:\n  commands: ["sh setup.sh ${mark}", "true"]\n  timeout: 6\n`,
+      extra: `setup:\n  commands: ["sh setup.sh ${mark}", "true"]\n  timeout: 15\n`,
     });
     const cli = await startCli(['run', repo.dir], repo.dir);
     // The judge's checkout holds the agent's 7: its setup is the one marked stage7.
     expect(await until(() => processesWith(`stage7-${mark}`).length > 0, 120_000, 5)).toBe(true);
-    await freezeTree(cli, 9_000);
+    await freezeTree(cli, 20_000);
     const end = await cli.ended;
     const result = episodeResult(repo.dir);
     expect(result?.reason).toBeUndefined();

@@ -15,7 +15,8 @@ beforeAll(async () => {
   await currentCli();
 }, 120_000);
 
-const GRADER_TIMEOUT_S = 6;
+// Past the most a stretch of awake time counts (AWAKE_STEP_MAX_MS, 10 s), with room for the grader's work.
+const GRADER_TIMEOUT_S = 15;
 
 /** A single-run task: the agent writes 7, the grader (marked by `mark`) prints it after `pause` s. */
 function task(mark: string, pause: number) {
