@@ -351,7 +351,9 @@ describeSandboxed('SIGTERM to forkflush run', { timeout: 240_000 }, () => {
       console.log(`SIGTERM to exit, past the bound: ${stopped.ms} ms`);
       expect(stopped.exitCode, how).toBe(130);
       expect(stopped.ms, how).toBeGreaterThanOrEqual(STOP_BOUND_MS - 1_000);
-      expect(stopped.ms, how).toBeLessThan(STOP_BOUND_MS + 1_000);
+      // Past the bound by its stop of every command: 0.5 s idle, 2.2 s with the suite and the agent
+      // CLIs side by side on two cores. What it guards against is a stop that never ends.
+      expect(stopped.ms, how).toBeLessThan(STOP_BOUND_MS + 5_000);
       expect(stopped.out).toMatch(
         /forkflush: still stopping after 10 s; every command it started is stopped now, and it exits/,
       );
