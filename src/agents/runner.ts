@@ -19,7 +19,7 @@ import {
 } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
 import { awakeNow } from '../io/awake.js';
-import { maskFile, maskHeader } from '../io/egress-mask.js';
+import { maskFile, maskText } from '../io/egress-mask.js';
 import { anySet, hasLogin, installLogins, removeLogins } from '../io/logins.js';
 import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
@@ -186,11 +186,7 @@ export async function runSession<S>(
  */
 async function withoutKeys(o: AgentOutcome, logFile: string, keys: string[]): Promise<AgentOutcome> {
   await maskFile(logFile, keys);
-  const hide = (text: string) =>
-    maskHeader(
-      text,
-      keys.map((k) => Buffer.from(k)),
-    ) as string;
+  const hide = (text: string) => maskText(text, keys);
   return {
     ...o,
     ...(o.note !== undefined ? { note: hide(o.note) } : {}),

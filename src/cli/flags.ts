@@ -26,16 +26,17 @@ export function readOverrides(v: Parsed['values']): ConfigOverrides {
 }
 
 export function positive(flag: string, text: string): number {
-  const n = Number(text);
-  if (!(text.trim() !== '' && Number.isFinite(n) && n > 0)) {
+  const n = /^\s*(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(text) ? Number(text) : Number.NaN;
+  if (!(Number.isFinite(n) && n > 0)) {
     throw new UserError(`${flag} must be a number above 0, got "${text}"`);
   }
   return n;
 }
 
 export function integer(flag: string, text: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+  // Digits only: Number() also reads 0x10, 1e3 and 0b11, which a seed copied from a log must not become.
+  const n = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
     throw new UserError(
       `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, got "${text}"`,
     );

@@ -311,14 +311,18 @@ export async function runsPerRepo(api: GitHubApi, config: Config, self: string, 
 /**
  * The script grader.command or agent.command runs (`node grade.mjs`), when the default branch does
  * not have it: every branch would spend its allowance on an agent whose work no grading can score.
- * Every episode and the judge start from the commit; with setup commands, setup may make it.
+ * Every episode and the judge start from the commit; with setup commands, setup may make those, so
+ * only the first setup command's own script, which nothing ran before, must be there.
  */
 async function missingScript(api: GitHubApi, config: Config, branch: string): Promise<string | null> {
-  if (config.setup.commands.length > 0) return null;
-  const commands = [
-    ['grader.command', config.grader.command],
-    ['agent.command', config.agent.kind === 'command' ? config.agent.command : undefined],
-  ] as const;
+  const [firstSetup] = config.setup.commands;
+  const commands =
+    firstSetup !== undefined
+      ? ([['setup.commands[0]', firstSetup]] as const)
+      : ([
+          ['grader.command', config.grader.command],
+          ['agent.command', config.agent.kind === 'command' ? config.agent.command : undefined],
+        ] as const);
   for (const [key, command] of commands) {
     const file = command ? fileItRuns(command) : null;
     if (file && !(await api.exists(file, branch)))

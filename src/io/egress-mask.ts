@@ -75,10 +75,15 @@ export async function maskFile(path: string, secrets: string[]): Promise<void> {
   else await rm(tmp, { force: true });
 }
 
+/** The secrets in a text, masked (same length). */
+export function maskText(text: string, secrets: string[]): string {
+  return secrets.reduce((t, k) => t.replaceAll(k, '*'.repeat(k.length)), text);
+}
+
 /** The key in a header value, masked. */
 export function maskHeader(v: string | string[], secrets: Buffer[]): string | string[] {
-  const mask = (s: string) => secrets.reduce((t, k) => t.replaceAll(k.toString(), '*'.repeat(k.length)), s);
-  return Array.isArray(v) ? v.map(mask) : mask(v);
+  const keys = secrets.map((k) => k.toString());
+  return Array.isArray(v) ? v.map((s) => maskText(s, keys)) : maskText(v, keys);
 }
 
 /**

@@ -48,24 +48,27 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   if (missing) problems.push(missing);
   const grader = await missingProgram('grader.command', p.config.grader.command, p);
   if (grader) problems.push(grader);
-  // A file setup makes (a build) is not there before it runs.
-  if (p.config.setup.commands.length === 0) {
-    const commands = [
-      ...(grader ? [] : [['grader.command', p.config.grader.command]]),
-      ...(p.config.agent.kind === 'command' && !missing ? [['agent.command', p.config.agent.command ?? '']] : []),
-    ];
-    for (const [key, command] of commands) {
-      const file = fileItRuns(command as string);
-      if (!file || (await inLastCommit(p.repo, file))) continue;
-      if (await ignoredByGit(p.repo, file))
-        problems.push(
-          `${key}: ${file}, the file \`${command}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`,
-        );
-      else if (!(await stat(join(p.repo, file)).catch(() => null)))
-        problems.push(
-          `${key}: ${file}, the file \`${command}\` runs, does not exist in the repository: write it, or correct ${key}`,
-        );
-    }
+  // A file setup makes (a build) is not there before it runs: with setup, only the first setup
+  // command's own script, which nothing ran before, must be there.
+  const [firstSetup] = p.config.setup.commands;
+  const commands =
+    firstSetup !== undefined
+      ? [['setup.commands[0]', firstSetup]]
+      : [
+          ...(grader ? [] : [['grader.command', p.config.grader.command]]),
+          ...(p.config.agent.kind === 'command' && !missing ? [['agent.command', p.config.agent.command ?? '']] : []),
+        ];
+  for (const [key, command] of commands) {
+    const file = fileItRuns(command as string);
+    if (!file || (await inLastCommit(p.repo, file))) continue;
+    if (await ignoredByGit(p.repo, file))
+      problems.push(
+        `${key}: ${file}, the file \`${command}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`,
+      );
+    else if (!(await stat(join(p.repo, file)).catch(() => null)))
+      problems.push(
+        `${key}: ${file}, the file \`${command}\` runs, does not exist in the repository: write it, or correct ${key}`,
+      );
   }
   notes.push(...(await unprotected(p)));
   problems.push(...(await misplacedFiles(p)));

@@ -22,6 +22,16 @@ describe('a config that cannot work, found before anything is spent', () => {
     expect(h.gh.dispatches.map((d) => d.inputs.episodes)).toEqual([]);
     expect(said(h).join('\n')).toMatch(/grader\.command[\s\S]*score\.mjs/);
   });
+
+  it('the first setup command runs a file that is not on the default branch: no round is dispatched, and the issue names it', async () => {
+    // `setup: ./install.sh` with no install.sh committed. Before, setup commands turned the check
+    // off (setup may make the grader's script), so every branch's setup failed after the label.
+    const config = CONFIG.replace('grader:', 'setup: ./install.sh\ngrader:');
+    const h = await new Harness({ '.github/autoresearch.yml': config, 'README.md': 'hi\n' }).load();
+    await h.label(7);
+    expect(h.gh.dispatches.map((d) => d.inputs.episodes)).toEqual([]);
+    expect(said(h).join('\n')).toMatch(/setup\.commands\[0\][\s\S]*install\.sh/);
+  });
 });
 
 describe('comment commands as a writer types them', () => {

@@ -244,6 +244,12 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     // A file setup builds is not looked for.
     const built = makeTaskRepo({ grader: 'node dist/grade.mjs', extra: 'setup:\n  commands: [sh grade.sh]' });
     expect((await cli('run', built.dir, '--dry-run')).err).not.toContain('does not exist');
+    // The first setup command's own script is: nothing ran before it to make it. (Before: any setup
+    // command turned the check off.)
+    const unbuilt = makeTaskRepo({ extra: 'setup:\n  commands: [sh install.sh, sh grade.sh]' });
+    expect((await cli('run', unbuilt.dir, '--dry-run')).err).toContain(
+      'setup.commands[0]: install.sh, the file `sh install.sh` runs, does not exist in the repository',
+    );
   });
 
   it('--dry-run checks, grades the initial workspace and prints the plan, and starts no agent', async () => {

@@ -47,6 +47,9 @@ describe('forkflush CLI', () => {
     [['status', '.', '--budget', '3'], 'forkflush status has no flag --budget (see forkflush help status)'],
     [['run', '.', '--budget', '-1'], '--budget must be a number above 0, got "-1"'],
     [['plan', '.', '--branches', '-2'], '--branches must be a whole number from 1 to 64, got "-2"'],
+    // Before: Number() read a hexadecimal or binary figure, so a seed 0x10 ran as seed 16.
+    [['run', '.', '--seed', '0x10'], '--seed must be a whole number from 0, got "0x10"'],
+    [['run', '.', '--budget', '0b11'], '--budget must be a number above 0, got "0b11"'],
     [['launch'], 'unknown command "launch"'],
     [['runn', '.'], 'unknown command "runn"; did you mean "run"?'],
     [
