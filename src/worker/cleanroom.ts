@@ -140,13 +140,20 @@ export async function copyIndex(from: string, to: string): Promise<void> {
   await utimes(to, s.atime, s.mtime);
 }
 
-/** The text of a regular file in an index (empty when it is missing, a link or too large). */
-export async function indexedText(own: OwnRepo, index: string, path: string, maxBytes: number): Promise<string> {
-  const entry = await own.out(['ls-files', '--stage', '--', `:(literal)${path}`], { index });
-  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
-  if (!m) return '';
+/**
+ * The text of a regular file in an index: empty when it is missing, null when it is there but
+ * cannot be read as text (a link, a folder, or larger than `maxBytes`).
+ */
+export async function indexedText(own: OwnRepo, index: string, path: string, maxBytes: number): Promise<string | null> {
+  const entries = (await own.out(['ls-files', '-z', '--stage', '--', `:(literal)${path}`], { index }))
+    .split('\0')
+    .filter((e) => e !== '');
+  if (entries.length === 0) return '';
+  // One entry at the path itself: a folder there lists the files in it.
+  const m = entries.length === 1 ? /^(100644|100755) ([0-9a-f]{40,64}) 0\t(.*)$/s.exec(entries[0] ?? '') : null;
+  if (!m || m[3] !== path) return null;
   const size = Number(await own.out(['cat-file', '-s', m[2] as string]));
-  if (size > maxBytes) return '';
+  if (size > maxBytes) return null;
   return (await own.exec(['cat-file', 'blob', m[2] as string])).stdout;
 }
 

@@ -1,6 +1,7 @@
 // A local run left alone at night (`forkflush run`): what would fail every later episode stops it
 // early, in words that say why; its disk does not fill; and a wait for a provider's outage keeps
 // the run its process's. Whole runs through the CLI with command agents.
+import { execSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +127,38 @@ describe('setup.cache over a night of rounds', () => {
     const entries = existsSync(cache) ? readdirSync(cache) : [];
     expect(entries.length).toBeLessThanOrEqual(1);
   }, 120_000);
+});
+
+describe('a journal that grew over many nights', () => {
+  it('past 16 MiB, keeps every earlier note: forkflush leaves its own line out and says so', async () => {
+    // Before: the result's commit read the journal capped at 16 MiB, got nothing for a larger one,
+    // and wrote "# Journal" and its one line in its place: every earlier night's note was gone
+    // from the lineage, and the run ended green (found by the long-run review).
+    const earlier = Array.from(
+      { length: 360_000 },
+      (_, i) => `- night ${i}: tried tabu tenure ${i % 97}, score ${i % 1000}\n`,
+    );
+    const journal = `# Notes\n${earlier.join('')}`;
+    expect(Buffer.byteLength(journal)).toBeGreaterThan(16 * 2 ** 20);
+    const repo = makeTaskRepo({
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+      files: { 'NOTES.md': journal },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.out + r.err).toBe(0);
+    const lineage = repo.git('branch', '--list', '--format=%(refname:short)', 'forkflush/*/lineage');
+    expect(Number(repo.git('cat-file', '-s', `${lineage}:NOTES.md`))).toBeGreaterThanOrEqual(
+      Buffer.byteLength(journal),
+    );
+    expect(execSync(`git show ${lineage}:NOTES.md | head -c 40`, { cwd: repo.dir, encoding: 'utf8' })).toBe(
+      journal.slice(0, 40),
+    );
+    const [result] = JSON.parse((await cli('status', repo.dir, '--json')).out).episodes ?? [];
+    expect(JSON.stringify(result ?? readFileSync(join(runFolder(repo.dir), 'state.json'), 'utf8'))).toContain(
+      "forkflush's line was not added to NOTES.md: it is larger than 16 MiB or not a file",
+    );
+  }, 240_000);
 });
 
 describe("forkflush status while a run waits out its provider's outage", () => {
