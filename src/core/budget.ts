@@ -35,6 +35,12 @@ export function minEpisode(state: RunState): number {
   return state.config.budget.episode * LEAST_EPISODE_SHARE;
 }
 
+/** The same for a fork round's branch, whose budget may be smaller than a serial episode's. */
+export function minBranch(state: RunState): number {
+  const branch = state.config.fork.branch_budget * state.config.budget.total;
+  return Math.min(branch * LEAST_EPISODE_SHARE, minEpisode(state));
+}
+
 /**
  * What the schedule has spent: extra fork rounds (asked for by a command or a nightly schedule)
  * come on top of the budget, so they do not move the schedule's fork points.

@@ -235,6 +235,12 @@ export const PROBE_EPISODES_EACH = 2;
 export const PROBE_SPREAD = 0.05;
 
 /**
+ * A probe run's gain over the initial score at or below this share of the scores' size is rounding
+ * (a sum taken in another order), not an improvement: our choice, far above a double's 1e-16.
+ */
+export const PROBE_GAIN_NOISE = 1e-9;
+
+/**
  * On a runner, the longest the Action waits for the agent's CLI to install, in seconds: our
  * choice, far above the tens of seconds an npm install takes (it falls within the slack a round's
  * deadline allows, ROUND_DEADLINE_SLACK_MINUTES).

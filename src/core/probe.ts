@@ -3,7 +3,7 @@
 // scores relative to the gain they made; the threshold is PROBE_SPREAD in method.ts, a judgement.
 import type { RunRecord } from './compare/results.js';
 import { type Direction, goodness, sd } from './compare/stats.js';
-import { PROBE_EPISODES_EACH, PROBE_SPREAD } from './method.js';
+import { PROBE_EPISODES_EACH, PROBE_GAIN_NOISE, PROBE_SPREAD } from './method.js';
 import { formatNumber, shellQuote } from './text.js';
 
 export type Recommendation = 'help likely' | 'little to gain' | 'too hard at this budget' | 'none yet';
@@ -59,7 +59,8 @@ export function analyzeProbe(
   const worst = xs.length > 0 ? xs.reduce((a, b) => (g(b) < g(a) ? b : a)) : null;
   const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
   const spread = sd(xs);
-  const improved = xs.filter((x) => o.initial === null || g(x) > g(o.initial)).length;
+  const gained = (x: number, from: number) => g(x) - g(from) > PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const improved = xs.filter((x) => o.initial === null || gained(x, o.initial)).length;
   const floor = o.initial ?? worst;
   const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
   const relativeSd = spread !== null && span !== null ? (span > 0 ? spread / span : 0) : null;

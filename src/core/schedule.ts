@@ -2,7 +2,7 @@
 // fractions of the budget spent, never on a "plateau" signal (method.md: 15 of 25 plateau-triggered
 // runs ran out of budget first). `plan()` previews the whole run by simulating the schedule with
 // episodes that spend exactly their allowance, so the preview and the real run share one rule.
-import { charged, minEpisode, spentOnSchedule } from './budget.js';
+import { charged, minBranch, minEpisode, spentOnSchedule } from './budget.js';
 import type { Config, Strategy } from './config.js';
 import { DIRECTIVE_SEED_SALT, LEAST_EPISODE_SHARE, maxSerialEpisodes } from './method.js';
 import { mixSeed, pickIndices } from './rng.js';
@@ -86,7 +86,7 @@ function extraAllowance(state: RunState): number | null {
   const c = state.config;
   const left = extraRounds(c).budget - extraCommitted(state);
   const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
-  return each >= minEpisode(state) ? each : null;
+  return each >= minBranch(state) ? each : null;
 }
 
 /**
@@ -121,7 +121,7 @@ export function extraRefusal(state: RunState, now: Date): string | null {
   const pending = asked - state.rounds.filter((r) => r.extra).length;
   const perRound = state.config.fork.branches * state.config.fork.branch_budget * state.config.budget.total;
   const left = x.budget - extraCommitted(state) - pending * perRound;
-  if (left / state.config.fork.branches < minEpisode(state)) {
+  if (left / state.config.fork.branches < minBranch(state)) {
     return (
       `the rounds after the plan have spent ${formatNumber(extraSpent(state), 2)} of their ${formatNumber(x.budget)} ${unit}` +
       ` (${typeof state.config.schedule === 'object' ? '`schedule.budget`' : '`budget.total` more, without `schedule.budget`'}), too little is left for another round`
@@ -179,14 +179,16 @@ function nextLeaderRound(state: RunState): Round | null {
   const total = c.budget.total;
   const used = spentOnSchedule(state);
   const tiny = minEpisode(state);
-  if (total - used <= tiny) return null;
-
   const points = segmentStarts(c);
   const last = state.rounds.at(-1);
   const segment = last ? last.segment : -1;
   const next = segment + 1;
   const startNext = () => openSegment(state, next, used);
-  if (next < points.length && used >= (points[next] as number) - tiny) return startNext();
+  const due = next < points.length && used >= (points[next] as number) - tiny;
+  // A fork round due is measured by its branches' size, not a serial episode's.
+  if (due && forks(c.strategy) && (total - used) / c.fork.branches >= minBranch(state)) return startNext();
+  if (total - used <= tiny) return null;
+  if (due) return startNext();
 
   const end = next < points.length ? (points[next] as number) : total;
   const left = end - used;
@@ -252,7 +254,8 @@ function forkRound(state: RunState, segment: number, extra: boolean, budget?: nu
 function nextBestOfNRound(state: RunState): Round | null {
   const c = state.config;
   const share = c.budget.total / state.lineages.length;
-  const tiny = minEpisode(state);
+  // A share smaller than an episode is each lineage's whole run, not a remainder.
+  const tiny = Math.min(minEpisode(state), share * LEAST_EPISODE_SHARE);
   const wanted: { lineage: number; allowance: number; context: ContextMode }[] = [];
   for (const lineage of state.lineages) {
     const left = share - spentOnSchedule(state, lineage.index);

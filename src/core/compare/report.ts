@@ -59,13 +59,18 @@ export function tableRows(r: CompareResults): string[][] {
 
 /** Fork-and-flush against a baseline, in one sentence: the relative improvement and the paper's. */
 export function improvementLine(c: Comparison, r: CompareResults): string {
-  const b = r.summary.find((x) => x.strategy === c.b.strategy && x.variant === c.b.variant);
+  const of = (s: Comparison['a']) => r.summary.find((x) => x.strategy === s.strategy && x.variant === s.variant);
+  const [a, b] = [of(c.a)?.normalized ?? null, of(c.b)?.normalized ?? null];
   const rel =
     c.relative !== null
       ? `${percent(c.relative)} on the normalized mean`
-      : b?.normalized === 0
-        ? `unbounded on the normalized mean (every run of ${name(c.b, r)} was the comparison's worst, normalized 0)`
-        : 'no relative improvement on the normalized mean (nothing to normalize by)';
+      : a === null
+        ? `no relative improvement on the normalized mean (no run of ${name(c.a, r)} got a score)`
+        : b === 0 && a > 0
+          ? `unbounded on the normalized mean (every run of ${name(c.b, r)} was the comparison's worst, normalized 0)`
+          : b === 0 && a === 0
+            ? `none on the normalized mean (every run of both was the comparison's worst, normalized 0)`
+            : 'no relative improvement on the normalized mean (nothing to normalize by)';
   const paper = c.paper === null ? '' : ` (the paper: ${percent(c.paper)})`;
   const gain = c.relativeGain === null ? '' : `; ${percent(c.relativeGain)} on the mean gain over the initial score`;
   return `${name(c.a, r)} over ${name(c.b, r)}: ${rel}${paper}${gain}.`;

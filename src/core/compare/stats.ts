@@ -7,14 +7,22 @@ import { randomFrom } from '../rng.js';
 export type Direction = 'maximize' | 'minimize';
 
 export function mean(xs: number[]): number | null {
-  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
+  if (xs.length === 0) return null;
+  const sum = xs.reduce((s, x) => s + x, 0);
+  // Scores near the largest double (a grader's "infeasible") overflow the sum: each taken as its share.
+  return Number.isFinite(sum) ? sum / xs.length : xs.reduce((s, x) => s + x / xs.length, 0);
 }
 
 /** The sample standard deviation (n - 1), as the paper's Table 1 reports it; null below two values. */
 export function sd(xs: number[]): number | null {
   const m = mean(xs);
   if (m === null || xs.length < 2) return null;
-  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+  const plain = Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+  if (Number.isFinite(plain)) return plain;
+  // Squares of huge deviations overflow: scaled by the largest one.
+  const scale = Math.max(...xs.map((x) => Math.abs(x - m)));
+  if (!Number.isFinite(scale)) return null;
+  return scale * Math.sqrt(xs.reduce((s, x) => s + ((x - m) / scale) ** 2, 0) / (xs.length - 1));
 }
 
 /** Higher is better: the score as a maximizer reads it. */
