@@ -189,6 +189,11 @@ export const TIMER_MAX_MS = 2 ** 31 - 1;
  */
 export const AWAKE_TICK_MS = 500;
 export const AWAKE_STEP_MAX_MS = 10_000;
+/**
+ * Ctrl-Z stops forkflush's commands in passes until a pass finds every one stopped (one may fork,
+ * or continue another, meanwhile); at most this many, a few milliseconds each.
+ */
+export const STOP_PASSES_MAX = 50;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
 /**

@@ -33,6 +33,8 @@ export interface ProcessLink {
   ppid: number;
   /** When it started (clock ticks since boot), to tell it from a later process with its pid. */
   start: string;
+  /** Its state letter (R running, S sleeping, T stopped, Z zombie...); '' where /proc does not tell. */
+  state: string;
 }
 
 /** Every live descendant of `root`, whatever its process group or session. */
@@ -94,7 +96,8 @@ function processLinks(): ProcessLink[] {
       if (!/^\d+$/.test(name)) continue;
       const fields = statFields(name);
       // Field 4 is the parent (index 1 after the name), field 22 the start time (index 19).
-      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? '' });
+      if (fields)
+        links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? '', state: fields[0] ?? '' });
     }
     return links;
   } catch {
@@ -105,7 +108,7 @@ function processLinks(): ProcessLink[] {
       });
       for (const line of out.split('\n')) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push({ pid, ppid, start: '' });
+        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push({ pid, ppid, start: '', state: '' });
       }
     } catch {
       // No way to see the tree: the process group alone is signalled.

@@ -15,12 +15,13 @@ import {
   SECOND_SIGNAL_AFTER_MS,
   STOP_ALL_GRACE_MS,
   STOP_GRACE_MS,
+  STOP_PASSES_MAX,
 } from '../core/bounds.js';
 import { afterAwake } from './awake.js';
 import { withoutRelativePaths } from './executables.js';
 import { keeperPid, keepGroup, releaseGroup } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
-import { descendantProcesses, killAll, killGroup, startTime, stillRuns } from './process-tree.js';
+import { descendantProcesses, killAll, killGroup, type ProcessLink, startTime, stillRuns } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
@@ -125,18 +126,23 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
  * its limits, while forkflush is stopped. (Its limits count awake time: io/awake.ts.)
  */
 export function stopWithCommands(): void {
-  // Again until no new one shows: a process may have forked while its parent was being stopped.
+  // Again until every one is stopped: a process may fork while its parent is being stopped, and a
+  // new one may continue another already stopped (`kill -CONT -1` in the sandbox).
   const tree = new Map<number, string>();
   // Not the group keeper: stopped, it would leave the commands running if forkflush were killed meanwhile.
   const keeper = keeperPid();
-  for (let pass = 0; pass < 5; pass++) {
-    const found = new Map(
-      descendantProcesses(process.pid).flatMap((p) => (tree.has(p.pid) || p.pid === keeper ? [] : [[p.pid, p.start]])),
-    );
-    if (found.size === 0) break;
+  // A state unknown (no /proc) counts as stopped once signalled.
+  const runs = (p: ProcessLink) => (p.state === '' ? !tree.has(p.pid) : !'TtZX'.includes(p.state));
+  let running: ProcessLink[] = [];
+  for (let pass = 0; pass < STOP_PASSES_MAX; pass++) {
+    running = descendantProcesses(process.pid).filter((p) => p.pid !== keeper && runs(p));
+    if (running.length === 0) break;
+    const found = new Map(running.map((p) => [p.pid, p.start]));
     killAll(found, 'SIGSTOP');
     for (const [pid, start] of found) tree.set(pid, start);
   }
+  if (running.length > 0)
+    process.stderr.write(`forkflush: ${running.length} of its commands would not stay stopped; they run on\n`);
   // Stopped here until continued (`fg`, `bg`: SIGCONT to forkflush's group alone).
   process.kill(process.pid, 'SIGSTOP');
   killAll(tree, 'SIGCONT');
