@@ -56,6 +56,12 @@ const TRAILERS = {
   earlierSpent: 'Forkflush-Earlier-Spent',
 } as const;
 
+/** The seal's trailer (worker/seal.ts writes and checks it). */
+export const SEAL_TRAILER = 'Forkflush-Seal';
+
+/** Every trailer this forkflush reads: another one comes from a newer worker. */
+const KNOWN_TRAILERS = new Set<string>([...Object.values(TRAILERS), SEAL_TRAILER]);
+
 /** The most an episode's result keeps of what its agent (or grader) wrote: see boundedResult. */
 const BOUNDS = { text: 1000, paths: 50, path: 300, name: 200, retries: 10 };
 
@@ -208,18 +214,27 @@ export function parseCommitMessage(
   const runId = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit) as EpisodeExit | undefined;
+  const exit = fields.get(TRAILERS.exit);
   const scoreText = fields.get(TRAILERS.score);
   const known = (EPISODE_EXITS as readonly string[]).includes(exit ?? '');
-  if (!runId || !episode || !Number.isFinite(spent) || spent < 0 || !exit || !known || scoreText === undefined)
+  // A newer worker's result (a trailer or an exit word this forkflush does not know): read as far
+  // as it can be, and said; an exit not known is no score (what it means is not known here).
+  const exitWord = known || /^[a-z][a-z-]{0,30}$/.test(exit ?? '');
+  if (!runId || !episode || !Number.isFinite(spent) || spent < 0 || !exit || !exitWord || scoreText === undefined)
     return null;
-  const score = scoreText === 'none' ? null : Number(scoreText);
+  const unknown = [...fields.keys()].filter((k) => !KNOWN_TRAILERS.has(k));
+  if (!known) unknown.push(`${TRAILERS.exit}: ${exit}`);
+  const newer =
+    unknown.length > 0
+      ? `this result holds ${unknown.join(', ')}, which this forkflush does not read: a newer forkflush worker wrote it; update the app to the worker's release`
+      : undefined;
+  const score = known && scoreText !== 'none' ? Number(scoreText) : null;
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? '')
     .split(' ')
     .map((t) => (Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0));
-  const reason = fields.get(TRAILERS.reason);
+  const reason = known ? fields.get(TRAILERS.reason) : newer;
   const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
+  const note = [fields.get(TRAILERS.note), known ? newer : undefined].filter(Boolean).join('; ');
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
@@ -242,7 +257,7 @@ export function parseCommitMessage(
       ...(note ? { note } : {}),
       ...(usage ? { usage } : {}),
       spent,
-      exit,
+      exit: known ? (exit as EpisodeExit) : 'crash',
       protectedChanged: changed ? changed.split(', ') : [],
       wallSeconds: wall,
       agentSeconds: agent,

@@ -13,6 +13,8 @@
 // version is read as the version its file had before it carried one (both run.json files: 1),
 // or refused when the file always had one (state.json). A new optional field with a default is
 // not a new version: version 1 records written before a field existed get the field's default.
+// The other way round, a field this forkflush does not know (a newer one's, or a hand's) is
+// refused ("upgrade forkflush"), never dropped: a save of what was read would lose it for good.
 // A field removed, renamed or read differently is: raise `version`, add the step from the old
 // version to `migrations`, and keep a record of the old version in test/fixtures/records/.
 import { z } from 'zod';
@@ -171,6 +173,37 @@ export class RecordError extends Error {
   override name = 'RecordError';
 }
 
+/** A record a newer forkflush wrote: nothing is read from it, or written over it, until an upgrade. */
+export class NewerRecordError extends RecordError {}
+
+/** What a record written by a newer forkflush, or edited by hand, is refused with. */
+export const NEWER_OR_EDITED = 'written by a newer forkflush, or edited by hand: upgrade forkflush to go on';
+
+/**
+ * The first field of `raw` that parsing dropped (`a.b[2].c`), or null: a field a newer forkflush
+ * added, which a save of the parsed record would lose for good.
+ */
+export function droppedField(raw: unknown, parsed: unknown, at = ''): string | null {
+  if (Array.isArray(raw) && Array.isArray(parsed)) {
+    for (let i = 0; i < Math.min(raw.length, parsed.length); i++) {
+      const found = droppedField(raw[i], parsed[i], `${at}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (!isPlainObject(raw) || !isPlainObject(parsed)) return null;
+  for (const [key, value] of Object.entries(raw)) {
+    const path = at ? `${at}.${key}` : key;
+    if (!(key in parsed)) return value === undefined ? null : path;
+    const found = droppedField(value, parsed[key], path);
+    if (found) return found;
+  }
+  return null;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** One step of a record's history: a record of version n in, the same record in version n + 1's shape out. */
 export type Migration = (record: Record<string, unknown>) => Record<string, unknown>;
 
@@ -186,6 +219,8 @@ export interface RecordFile<S extends z.ZodType = z.ZodType> {
   readonly migrations: Readonly<Record<number, Migration>>;
   /** The version of a record written before the file carried one; null when it always did. */
   readonly unversioned: number | null;
+  /** Top-level fields another reader checks, which the schema leaves out (run.json's seal). */
+  readonly outside?: readonly string[];
 }
 
 /**
@@ -256,7 +291,7 @@ export function migrate(file: RecordFile, raw: unknown, where: string): Record<s
     );
   }
   if (version > file.version) {
-    throw new RecordError(
+    throw new NewerRecordError(
       `${where}: version: written by a newer forkflush (version ${version}); this one reads up to ${file.version}: upgrade forkflush`,
     );
   }
@@ -288,10 +323,18 @@ export function readRecord<S extends z.ZodType>(file: RecordFile<S>, text: strin
     const issue = parsed.error.issues[0];
     const path = issue?.path ?? [];
     const field = path.map(String).join('.') || 'the record';
-    throw new RecordError(
-      `${where}: ${field}: ${issue ? problem(issue, record) : 'not valid'} (not a forkflush run record)`,
+    const unknown = issue?.code === 'unrecognized_keys';
+    throw new (unknown ? NewerRecordError : RecordError)(
+      `${where}: ${field}: ${issue ? problem(issue, record) : 'not valid'} (${unknown ? NEWER_OR_EDITED : 'not a forkflush run record'})`,
     );
   }
+  // `version` was read by `migrate`, and the fields `outside` by another reader.
+  const fields = Object.fromEntries(
+    Object.entries(record).filter(([k]) => k !== 'version' && !file.outside?.includes(k)),
+  );
+  const dropped = droppedField(fields, parsed.data);
+  if (dropped)
+    throw new NewerRecordError(`${where}: ${dropped}: a field this forkflush does not know (${NEWER_OR_EDITED})`);
   return parsed.data;
 }
 

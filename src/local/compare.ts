@@ -25,7 +25,7 @@ import { type Config, parseConfig, type Strategy } from '../core/config.js';
 import { nothingDone } from '../core/end-warnings.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
-import { RecordError } from '../core/records.js';
+import { NewerRecordError, RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
 import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
@@ -252,7 +252,8 @@ async function compares(
     try {
       m = parseManifest(text, file);
     } catch (e) {
-      if (resuming || !(e instanceof RecordError)) throw e;
+      // A damaged manifest is passed over; a newer forkflush's compare is not started again beside.
+      if (resuming || !(e instanceof RecordError) || e instanceof NewerRecordError) throw e;
       continue;
     }
     let left = false;

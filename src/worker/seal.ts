@@ -2,8 +2,7 @@
 // the run folder, outside every sandbox. A result read back from a commit (after a crash) counts
 // only if its seal holds: an agent can write trailers into a commit message, not the seal.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-
-const TRAILER = 'Forkflush-Seal';
+import { SEAL_TRAILER as TRAILER } from '../core/journal.js';
 
 export function newSealKey(): Buffer {
   return randomBytes(32);

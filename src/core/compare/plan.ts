@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { type Config, ConfigError, type ConfigOverrides, parseConfig, type Strategy } from '../config.js';
 import { COMPARE_SEEDS, STRATEGIES } from '../method.js';
-import { RecordError } from '../records.js';
+import { NewerRecordError, RecordError } from '../records.js';
 import { AS_IS, configMapping, fixedKeyProblem, leafKeys, type Variant, variantConfigText } from './config.js';
 
 export const COMPARE_VERSION = 1;
@@ -55,6 +55,11 @@ export function parseManifest(text: string, where: string): CompareManifest {
   } catch {
     throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
   }
+  const version = (json as { version?: unknown } | null)?.version;
+  if (typeof version === 'number' && version > COMPARE_VERSION)
+    throw new NewerRecordError(
+      `${where}: version: written by a newer forkflush (version ${version}); this one reads up to ${COMPARE_VERSION}: upgrade forkflush to go on`,
+    );
   const r = manifestSchema.safeParse(json);
   if (!r.success) {
     const issue = r.error.issues[0];
