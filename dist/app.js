@@ -51585,6 +51585,27 @@ var localRunSchema = external_exports.object({
 var RecordError = class extends Error {
   name = "RecordError";
 };
+var NewerRecordError = class extends RecordError {
+};
+var NEWER_OR_EDITED = "written by a newer forkflush, or edited by hand: upgrade forkflush to go on";
+function droppedField(raw, parsed, at = "") {
+  if (Array.isArray(raw) && Array.isArray(parsed)) {
+    for (let i = 0; i < Math.min(raw.length, parsed.length); i++) {
+      const found = droppedField(raw[i], parsed[i], `${at}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (!isPlainObject4(raw) || !isPlainObject4(parsed)) return null;
+  for (const [key, value] of Object.entries(raw)) {
+    const path8 = at ? `${at}.${key}` : key;
+    if (!(key in parsed)) return value === void 0 ? null : path8;
+    const found = droppedField(value, parsed[key], path8);
+    if (found) return found;
+  }
+  return null;
+}
+var isPlainObject4 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 function recordFile(file2) {
   const steps = Object.keys(file2.migrations).map(Number);
   if (!Number.isInteger(file2.version) || file2.version < 1) {
@@ -51640,7 +51661,7 @@ function migrate(file2, raw, where) {
     );
   }
   if (version2 > file2.version) {
-    throw new RecordError(
+    throw new NewerRecordError(
       `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
     );
   }
@@ -51670,10 +51691,17 @@ function readRecord(file2, text, where) {
     const issue2 = parsed.error.issues[0];
     const path8 = issue2?.path ?? [];
     const field = path8.map(String).join(".") || "the record";
-    throw new RecordError(
-      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (not a forkflush run record)`
+    const unknown2 = issue2?.code === "unrecognized_keys";
+    throw new (unknown2 ? NewerRecordError : RecordError)(
+      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (${unknown2 ? NEWER_OR_EDITED : "not a forkflush run record"})`
     );
   }
+  const fields = Object.fromEntries(
+    Object.entries(record2).filter(([k]) => k !== "version" && !file2.outside?.includes(k))
+  );
+  const dropped = droppedField(fields, parsed.data);
+  if (dropped)
+    throw new NewerRecordError(`${where}: ${dropped}: a field this forkflush does not know (${NEWER_OR_EDITED})`);
   return parsed.data;
 }
 function problem(issue2, record2) {
@@ -51899,7 +51927,9 @@ var GITHUB_RUN_RECORD = recordFile({
   version: 1,
   migrations: {},
   // Written without a version until records had one; those records are version 1.
-  unversioned: 1
+  unversioned: 1,
+  // Checked by github/record-seal.ts.
+  outside: ["seal"]
 });
 function parseGitHubRunRecord(text, where) {
   return readRecord(GITHUB_RUN_RECORD, text, where);
@@ -52183,6 +52213,8 @@ var TRAILERS = {
   spentBasis: "Forkflush-Spent-Basis",
   earlierSpent: "Forkflush-Earlier-Spent"
 };
+var SEAL_TRAILER = "Forkflush-Seal";
+var KNOWN_TRAILERS = /* @__PURE__ */ new Set([...Object.values(TRAILERS), SEAL_TRAILER]);
 var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
   return {
@@ -52235,13 +52267,17 @@ function parseCommitMessage(message, commit) {
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
   const known = EPISODE_EXITS.includes(exit ?? "");
-  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+  const exitWord = known || /^[a-z][a-z-]{0,30}$/.test(exit ?? "");
+  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !exitWord || scoreText2 === void 0)
     return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const unknown2 = [...fields.keys()].filter((k) => !KNOWN_TRAILERS.has(k));
+  if (!known) unknown2.push(`${TRAILERS.exit}: ${exit}`);
+  const newer = unknown2.length > 0 ? `this result holds ${unknown2.join(", ")}, which this forkflush does not read: a newer forkflush worker wrote it; update the app to the worker's release` : void 0;
+  const score = known && scoreText2 !== "none" ? Number(scoreText2) : null;
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
-  const reason = fields.get(TRAILERS.reason);
+  const reason = known ? fields.get(TRAILERS.reason) : newer;
   const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
+  const note = [fields.get(TRAILERS.note), known ? newer : void 0].filter(Boolean).join("; ");
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
@@ -52264,7 +52300,7 @@ function parseCommitMessage(message, commit) {
       ...note ? { note } : {},
       ...usage ? { usage } : {},
       spent: spent2,
-      exit,
+      exit: known ? exit : "crash",
       protectedChanged: changed ? changed.split(", ") : [],
       wallSeconds: wall,
       agentSeconds: agent,
@@ -52318,6 +52354,10 @@ function charged(e) {
 }
 function minEpisode(state) {
   return state.config.budget.episode * LEAST_EPISODE_SHARE;
+}
+function minBranch(state) {
+  const branch = state.config.fork.branch_budget * state.config.budget.total;
+  return Math.min(branch * LEAST_EPISODE_SHARE, minEpisode(state));
 }
 function spentOnSchedule(state, lineage) {
   let sum = 0;
@@ -52398,7 +52438,7 @@ function extraAllowance(state) {
   const c = state.config;
   const left = extraRounds(c).budget - extraCommitted(state);
   const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
-  return each >= minEpisode(state) ? each : null;
+  return each >= minBranch(state) ? each : null;
 }
 function extraCommitted(state) {
   let sum = 0;
@@ -52421,7 +52461,7 @@ function extraRefusal(state, now) {
   const pending = asked - state.rounds.filter((r) => r.extra).length;
   const perRound = state.config.fork.branches * state.config.fork.branch_budget * state.config.budget.total;
   const left = x.budget - extraCommitted(state) - pending * perRound;
-  if (left / state.config.fork.branches < minEpisode(state)) {
+  if (left / state.config.fork.branches < minBranch(state)) {
     return `the rounds after the plan have spent ${formatNumber(extraSpent(state), 2)} of their ${formatNumber(x.budget)} ${unit} (${typeof state.config.schedule === "object" ? "`schedule.budget`" : "`budget.total` more, without `schedule.budget`"}), too little is left for another round`;
   }
   return null;
@@ -52461,13 +52501,15 @@ function nextLeaderRound(state) {
   const total = c.budget.total;
   const used = spentOnSchedule(state);
   const tiny = minEpisode(state);
-  if (total - used <= tiny) return null;
   const points = segmentStarts(c);
   const last = state.rounds.at(-1);
   const segment = last ? last.segment : -1;
   const next = segment + 1;
   const startNext = () => openSegment(state, next, used);
-  if (next < points.length && used >= points[next] - tiny) return startNext();
+  const due = next < points.length && used >= points[next] - tiny;
+  if (due && forks(c.strategy) && (total - used) / c.fork.branches >= minBranch(state)) return startNext();
+  if (total - used <= tiny) return null;
+  if (due) return startNext();
   const end = next < points.length ? points[next] : total;
   const left = end - used;
   const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial" && !r.extra).length;
@@ -52523,7 +52565,7 @@ function forkRound(state, segment, extra, budget) {
 function nextBestOfNRound(state) {
   const c = state.config;
   const share2 = c.budget.total / state.lineages.length;
-  const tiny = minEpisode(state);
+  const tiny = Math.min(minEpisode(state), share2 * LEAST_EPISODE_SHARE);
   const wanted = [];
   for (const lineage of state.lineages) {
     const left = share2 - spentOnSchedule(state, lineage.index);
@@ -56299,8 +56341,8 @@ async function runsPerRepo(api, config3, self2, again) {
   return runsPerRepoProblem(config3, running, again);
 }
 async function missingScript(api, config3, branch) {
-  if (config3.setup.commands.length > 0) return null;
-  const commands = [
+  const [firstSetup] = config3.setup.commands;
+  const commands = firstSetup !== void 0 ? [["setup.commands[0]", firstSetup]] : [
     ["grader.command", config3.grader.command],
     ["agent.command", config3.agent.kind === "command" ? config3.agent.command : void 0]
   ];

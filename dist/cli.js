@@ -7423,6 +7423,7 @@ var TIMEOUT_MAX_SECONDS = 7 * 24 * 3600;
 var TIMER_MAX_MS = 2 ** 31 - 1;
 var AWAKE_TICK_MS = 500;
 var AWAKE_STEP_MAX_MS = 1e4;
+var STOP_PASSES_MAX = 50;
 var INIT_GRADER_TIMEOUT_SECONDS = 300;
 var WORKING_TREE_MAX_FILES = 2e4;
 var WORKING_TREE_MAX_BYTES = 1 * GiB;
@@ -7681,7 +7682,8 @@ function processLinks() {
     for (const name2 of readdirSync("/proc")) {
       if (!/^\d+$/.test(name2)) continue;
       const fields = statFields(name2);
-      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
+      if (fields)
+        links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "", state: fields[0] ?? "" });
     }
     return links;
   } catch {
@@ -7692,7 +7694,7 @@ function processLinks() {
       });
       for (const line of out.split("\n")) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "", state: "" });
       }
     } catch {
     }
@@ -8244,14 +8246,18 @@ function exitWithin(ms, code, say) {
 function stopWithCommands() {
   const tree = /* @__PURE__ */ new Map();
   const keeper2 = keeperPid();
-  for (let pass = 0; pass < 5; pass++) {
-    const found = new Map(
-      descendantProcesses(process.pid).flatMap((p) => tree.has(p.pid) || p.pid === keeper2 ? [] : [[p.pid, p.start]])
-    );
-    if (found.size === 0) break;
+  const runs = (p) => p.state === "" ? !tree.has(p.pid) : !"TtZX".includes(p.state);
+  let running2 = [];
+  for (let pass = 0; pass < STOP_PASSES_MAX; pass++) {
+    running2 = descendantProcesses(process.pid).filter((p) => p.pid !== keeper2 && runs(p));
+    if (running2.length === 0) break;
+    const found = new Map(running2.map((p) => [p.pid, p.start]));
     killAll(found, "SIGSTOP");
     for (const [pid, start2] of found) tree.set(pid, start2);
   }
+  if (running2.length > 0)
+    process.stderr.write(`forkflush: ${running2.length} of its commands would not stay stopped; they run on
+`);
   process.kill(process.pid, "SIGSTOP");
   killAll(tree, "SIGCONT");
 }
@@ -28374,6 +28380,7 @@ var CONFIDENCE = 0.95;
 var PROBE_RUNS = PAPER.branches;
 var PROBE_EPISODES_EACH = 2;
 var PROBE_SPREAD = 0.05;
+var PROBE_GAIN_NOISE = 1e-9;
 var MAX_UNFINISHED_STARTS = 3;
 var PAPER_MAP = {
   /** Snapshots per run: each run's artifacts were sampled at 51 points. */
@@ -29873,6 +29880,27 @@ var localRunSchema = external_exports.object({
 var RecordError = class extends Error {
   name = "RecordError";
 };
+var NewerRecordError = class extends RecordError {
+};
+var NEWER_OR_EDITED = "written by a newer forkflush, or edited by hand: upgrade forkflush to go on";
+function droppedField(raw, parsed, at = "") {
+  if (Array.isArray(raw) && Array.isArray(parsed)) {
+    for (let i = 0; i < Math.min(raw.length, parsed.length); i++) {
+      const found = droppedField(raw[i], parsed[i], `${at}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (!isPlainObject3(raw) || !isPlainObject3(parsed)) return null;
+  for (const [key2, value] of Object.entries(raw)) {
+    const path = at ? `${at}.${key2}` : key2;
+    if (!(key2 in parsed)) return value === void 0 ? null : path;
+    const found = droppedField(value, parsed[key2], path);
+    if (found) return found;
+  }
+  return null;
+}
+var isPlainObject3 = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 function recordFile(file2) {
   const steps = Object.keys(file2.migrations).map(Number);
   if (!Number.isInteger(file2.version) || file2.version < 1) {
@@ -29928,7 +29956,7 @@ function migrate(file2, raw, where) {
     );
   }
   if (version2 > file2.version) {
-    throw new RecordError(
+    throw new NewerRecordError(
       `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
     );
   }
@@ -29958,10 +29986,17 @@ function readRecord(file2, text, where) {
     const issue2 = parsed.error.issues[0];
     const path = issue2?.path ?? [];
     const field = path.map(String).join(".") || "the record";
-    throw new RecordError(
-      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (not a forkflush run record)`
+    const unknown2 = issue2?.code === "unrecognized_keys";
+    throw new (unknown2 ? NewerRecordError : RecordError)(
+      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (${unknown2 ? NEWER_OR_EDITED : "not a forkflush run record"})`
     );
   }
+  const fields = Object.fromEntries(
+    Object.entries(record2).filter(([k]) => k !== "version" && !file2.outside?.includes(k))
+  );
+  const dropped = droppedField(fields, parsed.data);
+  if (dropped)
+    throw new NewerRecordError(`${where}: ${dropped}: a field this forkflush does not know (${NEWER_OR_EDITED})`);
   return parsed.data;
 }
 function problem(issue2, record2) {
@@ -30459,6 +30494,10 @@ function estimatedSpent(state) {
 function minEpisode(state) {
   return state.config.budget.episode * LEAST_EPISODE_SHARE;
 }
+function minBranch(state) {
+  const branch = state.config.fork.branch_budget * state.config.budget.total;
+  return Math.min(branch * LEAST_EPISODE_SHARE, minEpisode(state));
+}
 function spentOnSchedule(state, lineage) {
   let sum = 0;
   for (const r of state.rounds) {
@@ -30506,6 +30545,8 @@ var TRAILERS = {
   spentBasis: "Forkflush-Spent-Basis",
   earlierSpent: "Forkflush-Earlier-Spent"
 };
+var SEAL_TRAILER = "Forkflush-Seal";
+var KNOWN_TRAILERS = /* @__PURE__ */ new Set([...Object.values(TRAILERS), SEAL_TRAILER]);
 var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
   return {
@@ -30595,13 +30636,17 @@ function parseCommitMessage(message, commit) {
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
   const known = EPISODE_EXITS.includes(exit ?? "");
-  if (!runId2 || !episode2 || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+  const exitWord = known || /^[a-z][a-z-]{0,30}$/.test(exit ?? "");
+  if (!runId2 || !episode2 || !Number.isFinite(spent2) || spent2 < 0 || !exit || !exitWord || scoreText2 === void 0)
     return null;
-  const score2 = scoreText2 === "none" ? null : Number(scoreText2);
+  const unknown2 = [...fields.keys()].filter((k) => !KNOWN_TRAILERS.has(k));
+  if (!known) unknown2.push(`${TRAILERS.exit}: ${exit}`);
+  const newer = unknown2.length > 0 ? `this result holds ${unknown2.join(", ")}, which this forkflush does not read: a newer forkflush worker wrote it; update the app to the worker's release` : void 0;
+  const score2 = known && scoreText2 !== "none" ? Number(scoreText2) : null;
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
-  const reason = fields.get(TRAILERS.reason);
+  const reason = known ? fields.get(TRAILERS.reason) : newer;
   const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
+  const note = [fields.get(TRAILERS.note), known ? newer : void 0].filter(Boolean).join("; ");
   const usage2 = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
@@ -30624,7 +30669,7 @@ function parseCommitMessage(message, commit) {
       ...note ? { note } : {},
       ...usage2 ? { usage: usage2 } : {},
       spent: spent2,
-      exit,
+      exit: known ? exit : "crash",
       protectedChanged: changed ? changed.split(", ") : [],
       wallSeconds: wall,
       agentSeconds: agent,
@@ -30749,7 +30794,7 @@ function extraAllowance(state) {
   const c = state.config;
   const left = extraRounds(c).budget - extraCommitted(state);
   const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
-  return each >= minEpisode(state) ? each : null;
+  return each >= minBranch(state) ? each : null;
 }
 function extraCommitted(state) {
   let sum = 0;
@@ -30778,13 +30823,15 @@ function nextLeaderRound(state) {
   const total = c.budget.total;
   const used = spentOnSchedule(state);
   const tiny = minEpisode(state);
-  if (total - used <= tiny) return null;
   const points = segmentStarts(c);
   const last2 = state.rounds.at(-1);
   const segment = last2 ? last2.segment : -1;
   const next = segment + 1;
   const startNext = () => openSegment(state, next, used);
-  if (next < points.length && used >= points[next] - tiny) return startNext();
+  const due = next < points.length && used >= points[next] - tiny;
+  if (due && forks(c.strategy) && (total - used) / c.fork.branches >= minBranch(state)) return startNext();
+  if (total - used <= tiny) return null;
+  if (due) return startNext();
   const end = next < points.length ? points[next] : total;
   const left = end - used;
   const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial" && !r.extra).length;
@@ -30840,7 +30887,7 @@ function forkRound(state, segment, extra, budget) {
 function nextBestOfNRound(state) {
   const c = state.config;
   const share2 = c.budget.total / state.lineages.length;
-  const tiny = minEpisode(state);
+  const tiny = Math.min(minEpisode(state), share2 * LEAST_EPISODE_SHARE);
   const wanted = [];
   for (const lineage of state.lineages) {
     const left = share2 - spentOnSchedule(state, lineage.index);
@@ -32282,8 +32329,9 @@ function tableRows(r) {
   ]);
 }
 function improvementLine(c, r) {
-  const b = r.summary.find((x) => x.strategy === c.b.strategy && x.variant === c.b.variant);
-  const rel = c.relative !== null ? `${percent(c.relative)} on the normalized mean` : b?.normalized === 0 ? `unbounded on the normalized mean (every run of ${name(c.b, r)} was the comparison's worst, normalized 0)` : "no relative improvement on the normalized mean (nothing to normalize by)";
+  const of = (s) => r.summary.find((x) => x.strategy === s.strategy && x.variant === s.variant);
+  const [a, b] = [of(c.a)?.normalized ?? null, of(c.b)?.normalized ?? null];
+  const rel = c.relative !== null ? `${percent(c.relative)} on the normalized mean` : a === null ? `no relative improvement on the normalized mean (no run of ${name(c.a, r)} got a score)` : b === 0 && a > 0 ? `unbounded on the normalized mean (every run of ${name(c.b, r)} was the comparison's worst, normalized 0)` : b === 0 && a === 0 ? `none on the normalized mean (every run of both was the comparison's worst, normalized 0)` : "no relative improvement on the normalized mean (nothing to normalize by)";
   const paper = c.paper === null ? "" : ` (the paper: ${percent(c.paper)})`;
   const gain = c.relativeGain === null ? "" : `; ${percent(c.relativeGain)} on the mean gain over the initial score`;
   return `${name(c.a, r)} over ${name(c.b, r)}: ${rel}${paper}${gain}.`;
@@ -32537,6 +32585,11 @@ function parseManifest(text, where) {
   } catch {
     throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
   }
+  const version2 = json2?.version;
+  if (typeof version2 === "number" && version2 > COMPARE_VERSION)
+    throw new NewerRecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${COMPARE_VERSION}: upgrade forkflush to go on`
+    );
   const r = manifestSchema.safeParse(json2);
   if (!r.success) {
     const issue2 = r.error.issues[0];
@@ -32707,12 +32760,18 @@ function unscoredEnd(state, quote) {
 
 // src/core/compare/stats.ts
 function mean(xs) {
-  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
+  if (xs.length === 0) return null;
+  const sum = xs.reduce((s, x) => s + x, 0);
+  return Number.isFinite(sum) ? sum / xs.length : xs.reduce((s, x) => s + x / xs.length, 0);
 }
 function sd(xs) {
   const m = mean(xs);
   if (m === null || xs.length < 2) return null;
-  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+  const plain = Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+  if (Number.isFinite(plain)) return plain;
+  const scale = Math.max(...xs.map((x) => Math.abs(x - m)));
+  if (!Number.isFinite(scale)) return null;
+  return scale * Math.sqrt(xs.reduce((s, x) => s + ((x - m) / scale) ** 2, 0) / (xs.length - 1));
 }
 function goodness(score2, direction) {
   return direction === "maximize" ? score2 : -score2;
@@ -36114,9 +36173,12 @@ async function maskFile(path, secrets) {
   if (masked2) await rename5(tmp, path);
   else await rm6(tmp, { force: true });
 }
+function maskText(text, secrets) {
+  return secrets.reduce((t, k) => t.replaceAll(k, "*".repeat(k.length)), text);
+}
 function maskHeader(v, secrets) {
-  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
-  return Array.isArray(v) ? v.map(mask) : mask(v);
+  const keys = secrets.map((k) => k.toString());
+  return Array.isArray(v) ? v.map((s) => maskText(s, keys)) : maskText(v, keys);
 }
 var Mask = class extends Transform {
   constructor(secrets) {
@@ -36256,10 +36318,7 @@ async function runSession(spec, agent, s) {
 }
 async function withoutKeys(o, logFile, keys) {
   await maskFile(logFile, keys);
-  const hide2 = (text) => maskHeader(
-    text,
-    keys.map((k) => Buffer.from(k))
-  );
+  const hide2 = (text) => maskText(text, keys);
   return {
     ...o,
     ...o.note !== void 0 ? { note: hide2(o.note) } : {},
@@ -38100,7 +38159,6 @@ async function runAgentStep(job, b) {
 }
 
 // src/worker/episode-result.ts
-import { lstat as lstat7 } from "node:fs/promises";
 import { join as join19 } from "node:path";
 
 // src/worker/cleanroom.ts
@@ -38185,11 +38243,12 @@ async function copyIndex(from, to) {
   await utimes(to, s.atime, s.mtime);
 }
 async function indexedText(own3, index, path, maxBytes) {
-  const entry = await own3.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
-  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
-  if (!m) return "";
+  const entries = (await own3.out(["ls-files", "-z", "--stage", "--", `:(literal)${path}`], { index })).split("\0").filter((e) => e !== "");
+  if (entries.length === 0) return "";
+  const m = entries.length === 1 ? /^(100644|100755) ([0-9a-f]{40,64}) 0\t(.*)$/s.exec(entries[0] ?? "") : null;
+  if (!m || m[3] !== path) return null;
   const size = Number(await own3.out(["cat-file", "-s", m[2]]));
-  if (size > maxBytes) return "";
+  if (size > maxBytes) return null;
   return (await own3.exec(["cat-file", "blob", m[2]])).stdout;
 }
 async function writeIndexed(own3, index, path, text) {
@@ -38246,18 +38305,17 @@ async function writeTracked(own3, dir, index, path, text) {
 
 // src/worker/seal.ts
 import { createHmac, randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
-var TRAILER = "Forkflush-Seal";
 function newSealKey() {
   return randomBytes3(32);
 }
 function sealMessage(key2, message, tree, parent) {
   const text = message.endsWith("\n") ? message : `${message}
 `;
-  return `${text}${TRAILER}: ${mac3(key2, text, tree, parent)}
+  return `${text}${SEAL_TRAILER}: ${mac3(key2, text, tree, parent)}
 `;
 }
 function verifySeal(key2, message, tree, parent) {
-  const m = new RegExp(`^${TRAILER}: ([0-9a-f]{64})\\n?$`, "m").exec(message);
+  const m = new RegExp(`^${SEAL_TRAILER}: ([0-9a-f]{64})\\n?$`, "m").exec(message);
   if (!m) return false;
   const text = message.slice(0, m.index);
   const expected2 = Buffer.from(mac3(key2, text, tree, parent), "hex");
@@ -38445,8 +38503,7 @@ async function addLosersSection(job) {
   if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
     return { tree: await baseTree(), note: why("it is a protected path") };
   const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const size = (await lstat7(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
-  if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
+  if (journal === null) return { tree: await baseTree(), note: why("it is too large or not a file") };
   const text = withSection(journal, job.journalSection);
   if (text === journal) return { tree: await baseTree() };
   const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config2.journal, text);
@@ -38456,18 +38513,17 @@ async function addLosersSection(job) {
 }
 async function commitResult(job, snap, made, started) {
   const { config: config2, episode: episode2 } = job;
-  const partial2 = boundedResult(
-    withEarlierAttempts(made, job.earlierAttempts ?? 0, episode2.allowance, config2.budget.unit)
-  );
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const journal = appendToJournal(
-    existing,
-    journalEntry(config2, job.phase, episode2, { ...partial2, commit: "", wallSeconds: 0 })
+  const unread = `forkflush's line was not added to ${config2.journal}: it is larger than ${JOURNAL_READ_MAX_BYTES / 2 ** 20} MiB or not a file`;
+  const noted = existing === null ? { ...made, note: [made.note, unread].filter(Boolean).join("; ") } : made;
+  const partial2 = boundedResult(
+    withEarlierAttempts(noted, job.earlierAttempts ?? 0, episode2.allowance, config2.budget.unit)
   );
-  const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
+  const journal = existing === null ? null : appendToJournal(existing, journalEntry(config2, job.phase, episode2, { ...partial2, commit: "", wallSeconds: 0 }));
+  const tree = journal === null ? await job.own.out(["write-tree"], { index: snap.index }) : await writeIndexed(job.own, snap.index, config2.journal, journal);
   const details = {
     diffStat: await diffStat(job.own, snap.index, episode2.base),
-    journalTail: journalTail(journal),
+    journalTail: journal === null ? [] : journalTail(journal),
     ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
   };
   const wallSeconds = seconds3((performance.now() - started) / 1e3);
@@ -38512,7 +38568,7 @@ function seconds3(s) {
 }
 
 // src/worker/judge.ts
-import { lstat as lstat8, mkdir as mkdir13 } from "node:fs/promises";
+import { lstat as lstat7, mkdir as mkdir13 } from "node:fs/promises";
 import { join as join21 } from "node:path";
 
 // src/worker/setup.ts
@@ -38864,7 +38920,7 @@ async function writtenUnderProtected(b, swept) {
 async function folderStamps(dir, folders) {
   const stamps = /* @__PURE__ */ new Map();
   for (const f2 of folders) {
-    const s = await lstat8(join21(dir, f2), { bigint: true }).catch(() => null);
+    const s = await lstat7(join21(dir, f2), { bigint: true }).catch(() => null);
     stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
   }
   return stamps;
@@ -39751,7 +39807,7 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat8, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
@@ -40100,7 +40156,7 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat9(join27(repo, f2)).catch(() => null);
+      const s = await lstat8(join27(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
@@ -40369,23 +40425,22 @@ commit them (git add, git commit), then run again`
   if (missing) problems.push(missing);
   const grader = await missingProgram("grader.command", p.config.grader.command, p);
   if (grader) problems.push(grader);
-  if (p.config.setup.commands.length === 0) {
-    const commands = [
-      ...grader ? [] : [["grader.command", p.config.grader.command]],
-      ...p.config.agent.kind === "command" && !missing ? [["agent.command", p.config.agent.command ?? ""]] : []
-    ];
-    for (const [key2, command2] of commands) {
-      const file2 = fileItRuns(command2);
-      if (!file2 || await inLastCommit(p.repo, file2)) continue;
-      if (await ignoredByGit(p.repo, file2))
-        problems.push(
-          `${key2}: ${file2}, the file \`${command2}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`
-        );
-      else if (!await stat9(join29(p.repo, file2)).catch(() => null))
-        problems.push(
-          `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
-        );
-    }
+  const [firstSetup] = p.config.setup.commands;
+  const commands = firstSetup !== void 0 ? [["setup.commands[0]", firstSetup]] : [
+    ...grader ? [] : [["grader.command", p.config.grader.command]],
+    ...p.config.agent.kind === "command" && !missing ? [["agent.command", p.config.agent.command ?? ""]] : []
+  ];
+  for (const [key2, command2] of commands) {
+    const file2 = fileItRuns(command2);
+    if (!file2 || await inLastCommit(p.repo, file2)) continue;
+    if (await ignoredByGit(p.repo, file2))
+      problems.push(
+        `${key2}: ${file2}, the file \`${command2}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`
+      );
+    else if (!await stat9(join29(p.repo, file2)).catch(() => null))
+      problems.push(
+        `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
+      );
   }
   notes.push(...await unprotected(p));
   problems.push(...await misplacedFiles(p));
@@ -40635,7 +40690,7 @@ function mountOf(mountinfo, path) {
 }
 
 // src/local/task-copy.ts
-import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
+import { cp as cp4, lstat as lstat9, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
 import { dirname as dirname13, join as join30 } from "node:path";
 var NEVER_COPIED = /* @__PURE__ */ new Set([RUNS_FOLDER, ".git", "node_modules"]);
 async function copyTask(taskDir, repo, warnings) {
@@ -40655,7 +40710,7 @@ async function copyTaskFiles(taskDir, to) {
   await mkdir19(to, { recursive: true });
   const left = [];
   const filter = async (path) => {
-    const s = await lstat10(path);
+    const s = await lstat9(path);
     const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
     if (!kept) left.push(path);
     return kept;
@@ -40676,7 +40731,7 @@ async function enclosingRepositoryTakes(dir) {
   const paths = listed.stdout.split("\0").filter(Boolean);
   const present = await Promise.all(
     paths.map(
-      (p) => lstat10(join30(dir, p)).then(
+      (p) => lstat9(join30(dir, p)).then(
         () => p,
         () => null
       )
@@ -41321,7 +41376,7 @@ async function compares(taskDir, kind, resuming) {
     try {
       m = parseManifest(text, file2);
     } catch (e) {
-      if (resuming || !(e instanceof RecordError)) throw e;
+      if (resuming || !(e instanceof RecordError) || e instanceof NewerRecordError) throw e;
       continue;
     }
     let left = false;
@@ -41369,15 +41424,15 @@ function readOverrides(v) {
   return o;
 }
 function positive(flag, text) {
-  const n = Number(text);
-  if (!(text.trim() !== "" && Number.isFinite(n) && n > 0)) {
+  const n = /^\s*(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(text) ? Number(text) : Number.NaN;
+  if (!(Number.isFinite(n) && n > 0)) {
     throw new UserError(`${flag} must be a number above 0, got "${text}"`);
   }
   return n;
 }
 function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
-  const n = Number(text);
-  if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
+  const n = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
     throw new UserError(
       `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`
     );
@@ -43047,7 +43102,8 @@ function analyzeProbe(records, o) {
   const worst = xs.length > 0 ? xs.reduce((a, b) => g(b) < g(a) ? b : a) : null;
   const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
   const spread = sd(xs);
-  const improved = xs.filter((x) => o.initial === null || g(x) > g(o.initial)).length;
+  const gained = (x, from) => g(x) - g(from) > PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const improved = xs.filter((x) => o.initial === null || gained(x, o.initial)).length;
   const floor = o.initial ?? worst;
   const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
   const relativeSd = spread !== null && span !== null ? span > 0 ? spread / span : 0 : null;
