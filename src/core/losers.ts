@@ -9,13 +9,24 @@
 // the winner's commit then gets the round's section appended to its journal before its agent
 // runs (`sectionFor`, `withSection`), so the lineage's later commits carry it. Winners, heads and
 // scores are untouched: the section is text in the next episode's workspace, nothing more.
+import { LOSER_JOURNAL_MAX_BYTES } from './bounds.js';
 import type { Config } from './config.js';
 import { describeEpisodeId } from './names.js';
 import type { Episode, LoserNotes, Round, RunState } from './state.js';
 import { cutText, formatNumber, plainText } from './text.js';
 
-/** Read by the two shells that record the losers' journals (core/bounds.ts sets it). */
-export { LOSER_JOURNAL_MAX_BYTES } from './bounds.js';
+/**
+ * The part of a journal the losers' notes are read from: its last LOSER_JOURNAL_MAX_BYTES, from
+ * the start of a line. What a branch added is at the end, and a lineage's journal grows every night:
+ * a journal cut to nothing past the bound would record no loser's notes ever again.
+ */
+export function journalWindow(text: string | null): string {
+  if (text === null) return '';
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= LOSER_JOURNAL_MAX_BYTES) return text;
+  const tail = new TextDecoder().decode(bytes.subarray(bytes.length - LOSER_JOURNAL_MAX_BYTES));
+  return tail.slice(tail.indexOf('\n') + 1);
+}
 
 /**
  * What one loser's notes keep at most: its last `entries` entries (earlier ones are counted, not

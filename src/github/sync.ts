@@ -6,7 +6,7 @@
 import { finalPrBody, finalPrTitle, issueComment } from '../core/github-status.js';
 import { commentMarker, contextNote, type GitHubView, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
-import { LOSER_JOURNAL_MAX_BYTES, recordLosers } from '../core/losers.js';
+import { journalWindow, recordLosers } from '../core/losers.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { refName, stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
@@ -192,7 +192,7 @@ async function observeAndDecide(
   // With fork.losers: journal, each decided round's losers' notes, read while their branches are
   // there and saved with the claim below: before the next round is dispatched, whose jobs read them.
   const journal = state.config.journal;
-  state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
+  state = await recordLosers(state, async (commit) => journalWindow(await api.readFile(journal, commit)));
   return state;
 }
 
@@ -317,10 +317,6 @@ async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRe
 }
 
 /** A journal read through the API, as the local forge reads it: '' when missing or too large. */
-function cutJournal(text: string | null): string {
-  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? '' : text;
-}
-
 function isUnclaimed(claimedAt: string | undefined, now: Date): boolean {
   return claimedAt === undefined || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 60_000;
 }

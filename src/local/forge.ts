@@ -3,8 +3,9 @@
 // repository's objects and refs itself; an agent sees only its workspace, whose .git is its own.
 import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { JOURNAL_READ_MAX_BYTES } from '../core/bounds.js';
 import { resultFromCommit } from '../core/journal.js';
-import { LOSER_JOURNAL_MAX_BYTES } from '../core/losers.js';
+import { journalWindow } from '../core/losers.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import { allEpisodes, type Episode, type EpisodeResult, type Round, type RunState } from '../core/state.js';
 import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
@@ -89,14 +90,14 @@ export class LocalForge implements ForgeWork {
     return read.result;
   }
 
-  /** The text of `path` at a commit ('' when it has none, or one over LOSER_JOURNAL_MAX_BYTES). */
+  /** The losers' notes' window of `path` at a commit ('' when it has none, or one too large to read). */
   async journalAt(commit: string, path: string): Promise<string> {
     const { own } = await this.open();
     const spec = `${commit}:${path}`;
     const type = await own.exec(['cat-file', '-t', spec], { check: false });
     if (type.exitCode !== 0 || type.stdout.trim() !== 'blob') return '';
-    if (!(Number(await own.out(['cat-file', '-s', spec])) <= LOSER_JOURNAL_MAX_BYTES)) return '';
-    return (await own.exec(['cat-file', 'blob', spec])).stdout;
+    if (!(Number(await own.out(['cat-file', '-s', spec])) <= JOURNAL_READ_MAX_BYTES)) return '';
+    return journalWindow((await own.exec(['cat-file', 'blob', spec])).stdout);
   }
 
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */

@@ -68,4 +68,31 @@ describe('fork.losers: journal on GitHub', () => {
     }
     expect(checked).toBeGreaterThan(0);
   });
+
+  it("records a loser's entries from a journal grown past 1 MiB over many nights", async () => {
+    // Before: a journal over 1 MiB (a lineage's, after many nights) was read as empty, at the base
+    // and at every loser: no loser's notes were recorded again for the rest of the run, and the
+    // section said nothing of it. Now the last 1 MiB is read: what a branch added is at the end.
+    const nights = Array.from(
+      { length: 30_000 },
+      (_, i) => `- night ${i}: tried tenure ${i % 97}, score ${i % 1000}\n`,
+    );
+    const base = `# Notes\n\n${nights.join('')}`;
+    expect(Buffer.byteLength(base)).toBeGreaterThan(2 ** 20);
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}  losers: journal\n`,
+      'grade.mjs': 'x',
+      'NOTES.md': base,
+    }).load();
+    await h.label(7);
+    const opening = h.state(RUN);
+    for (const e of opening.rounds[0]?.episodes ?? [])
+      h.pushResult(opening, e, e.id === 'r0.b1' ? 50 : 40, e.allowance, {
+        files: { 'NOTES.md': `${base}- ${e.id}: tabu over the packing order, score ${e.id === 'r0.b1' ? 50 : 40}\n` },
+      });
+    for (const e of opening.rounds[0]?.episodes ?? []) await h.jobCompleted(RUN, e.id);
+    expect(h.state(RUN).rounds[0]?.losers).toEqual([
+      { episode: 'r0.b0', entries: ['- r0.b0: tabu over the packing order, score 40'], earlier: 0 },
+    ]);
+  });
 });
