@@ -71549,6 +71549,13 @@ function runsPerRepoProblem(config3, running, again) {
 }
 
 // src/core/losers.ts
+function journalWindow(text) {
+  if (text === null) return "";
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= LOSER_JOURNAL_MAX_BYTES) return text;
+  const tail = new TextDecoder().decode(bytes.subarray(bytes.length - LOSER_JOURNAL_MAX_BYTES));
+  return tail.slice(tail.indexOf("\n") + 1);
+}
 var LOSER_CAP = { entries: 12, entryChars: 400 };
 function keepsLosers(config3) {
   return config3.fork.losers === "journal" && config3.fork.branches > 1;
@@ -72219,7 +72226,7 @@ async function observeAndDecide(ctx, commits, read, files) {
   const settled = files.baseGrade === "done";
   state = advanceWithinLimits(state, (s, next) => haltsOnGitHub(stopBefore(s, next), settled)).state;
   const journal = state.config.journal;
-  state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
+  state = await recordLosers(state, async (commit) => journalWindow(await api.readFile(journal, commit)));
   return state;
 }
 function blockedBy(work, e, was, now) {
@@ -72309,9 +72316,6 @@ async function updateComment(api, state, files, view) {
     files.commentDigest = digest;
     delete files.issueGone;
   }
-}
-function cutJournal(text) {
-  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? "" : text;
 }
 function isUnclaimed(claimedAt, now) {
   return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 6e4;

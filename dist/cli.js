@@ -36474,6 +36474,13 @@ function withStarts(state, episodeId3, next, nextKilled = (n) => n) {
 }
 
 // src/core/losers.ts
+function journalWindow(text) {
+  if (text === null) return "";
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= LOSER_JOURNAL_MAX_BYTES) return text;
+  const tail = new TextDecoder().decode(bytes.subarray(bytes.length - LOSER_JOURNAL_MAX_BYTES));
+  return tail.slice(tail.indexOf("\n") + 1);
+}
 var LOSER_CAP = { entries: 12, entryChars: 400 };
 function keepsLosers(config2) {
   return config2.fork.losers === "journal" && config2.fork.branches > 1;
@@ -39614,14 +39621,14 @@ var LocalForge = class {
     if (!("result" in read2) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     return read2.result;
   }
-  /** The text of `path` at a commit ('' when it has none, or one over LOSER_JOURNAL_MAX_BYTES). */
+  /** The losers' notes' window of `path` at a commit ('' when it has none, or one too large to read). */
   async journalAt(commit, path) {
     const { own: own3 } = await this.open();
     const spec = `${commit}:${path}`;
     const type = await own3.exec(["cat-file", "-t", spec], { check: false });
     if (type.exitCode !== 0 || type.stdout.trim() !== "blob") return "";
-    if (!(Number(await own3.out(["cat-file", "-s", spec])) <= LOSER_JOURNAL_MAX_BYTES)) return "";
-    return (await own3.exec(["cat-file", "blob", spec])).stdout;
+    if (!(Number(await own3.out(["cat-file", "-s", spec])) <= JOURNAL_READ_MAX_BYTES)) return "";
+    return journalWindow((await own3.exec(["cat-file", "blob", spec])).stdout);
   }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
