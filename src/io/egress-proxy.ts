@@ -71,17 +71,10 @@ export interface EgressProxy {
 }
 
 /** Headers that belong to one connection, never forwarded. */
-const HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-];
+const HOP =
+  'connection keep-alive proxy-connection proxy-authorization proxy-authenticate te trailer transfer-encoding upgrade'.split(
+    ' ',
+  );
 
 class Refused extends Error {}
 
@@ -236,7 +229,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
       out.refuse(label);
       return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
     }
-    const headers = forwarded(req.headers);
+    const headers = forwarded(req);
     headers.host = url.host;
     const via = out.machine.for(host, false);
     if (via)
@@ -291,7 +284,7 @@ function routeForwarder(
     if (problem || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem}`);
     if (!req.url?.startsWith('/'))
       return void answer(res, 400, 'forkflush: this address takes paths of the model API only');
-    const headers = forwarded(req.headers);
+    const headers = forwarded(req);
     let swapped = false;
     for (const k of route.keys)
       for (const h of k.headers) {
@@ -374,7 +367,7 @@ function relay(
 ): void {
   up.on('response', (answerMsg: IncomingMessage) => {
     watch.reached();
-    const headers = forwarded(answerMsg.headers);
+    const headers = forwarded(answerMsg);
     const te = answerMsg.headers['transfer-encoding'];
     const out = secrets?.length ? masked(answerMsg, headers, secrets, te) : { headers, body: answerMsg };
     if ('problem' in out) {
@@ -404,9 +397,11 @@ function relay(
 }
 
 /** The headers of a request or an answer that go on: none of one connection's, none for a proxy. */
-function forwarded(headers: IncomingMessage['headers']): Record<string, string | string[]> {
+function forwarded({ headers, method }: IncomingMessage): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.includes(k)) out[k] = v;
+  // A request's chunked body unframed (Node frames no GET's) would be read as requests smuggled past every check.
+  if (method && headers['transfer-encoding'] && !headers['content-length']) out['transfer-encoding'] = 'chunked';
   return out;
 }
 
