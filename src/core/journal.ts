@@ -186,11 +186,18 @@ export function resultFromCommit(
   runId: string,
   e: Pick<Episode, 'id' | 'base'>,
   commit: { sha: string; message: string; parents: string[] },
+  unit?: string,
 ): { result: EpisodeResult } | { problem: string } {
   const short = commit.sha.slice(0, 7);
   const parsed = parseCommitMessage(commit.message, commit.sha);
   if (!parsed || parsed.runId !== runId || parsed.episode !== e.id) {
     return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  // A spend in another unit (a worker of another release, or of another config) is no spend of this run's.
+  if (unit !== undefined && parsed.unit !== undefined && parsed.unit !== unit) {
+    return {
+      problem: `its result ${short} counts its spend in ${parsed.unit}, the run in ${unit}: a worker of another release or config wrote it`,
+    };
   }
   if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
     return {
@@ -204,7 +211,7 @@ export function resultFromCommit(
 export function parseCommitMessage(
   message: string,
   commit: string,
-): { runId: string; episode: string; result: EpisodeResult } | null {
+): { runId: string; episode: string; unit?: string; result: EpisodeResult } | null {
   const fields = new Map<string, string>();
   for (const line of message.split('\n')) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
@@ -246,9 +253,11 @@ export function parseCommitMessage(
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis = basis === 'estimated' || basis === 'none' ? basis : undefined;
   const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
+  const unit = fields.get(TRAILERS.unit);
   return {
     runId,
     episode,
+    ...(unit ? { unit } : {}),
     // A commit's trailers may be any size: the app bounds them as the worker did.
     result: boundedResult({
       commit,

@@ -134,7 +134,7 @@ export async function observe(
     let result: EpisodeResult | null = null;
     if (head && head !== e.base) {
       const commit = await commits.get(head);
-      const read = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const read = resultFromCommit(state.id, e, { sha: head, ...commit }, state.config.budget.unit);
       const problem = 'problem' in read ? read.problem : await protectedProblem(api, state, files, head, commit);
       result = problem === null && 'result' in read ? read.result : failedResult(e, problem ?? 'not a result');
     } else if (seen.failedJobs?.[e.id]) {

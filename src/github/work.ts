@@ -32,6 +32,8 @@ import {
 } from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
+import { workerDrift, workerDriftText } from '../core/worker-drift.js';
+import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import type { GitHubApi, GitHubRunRecord } from './api.js';
 import type { CheckRunFields } from './checks.js';
 import { type Commits, PAST_DEADLINE } from './observe.js';
@@ -59,15 +61,16 @@ export class GitHubWork implements ForgeWork {
     const refs = this.refs(state);
     // After a resume, only the episodes still without a result run again.
     const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
-    // What people see at once: the run's check (the first round makes it) and one per episode.
-    await this.startRunCheck(state, retaking);
-    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
     const live = retaking ? await this.api.workflows.liveRun(GITHUB.workflow, title) : null;
     // The branch its jobs' events name: the live run's own (the default branch may be renamed since).
     const branch = live?.branch ?? (await this.api.defaultBranch());
+    if (!live) await this.checkWorker(state, branch);
+    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
+    // What people see at once: the run's check (the first round makes it) and one per episode.
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const runId =
       live?.id ??
       (await this.api.workflows.dispatch(GITHUB.workflow, branch, {
@@ -87,6 +90,26 @@ export class GitHubWork implements ForgeWork {
       branch,
       ...(runId !== null ? { runId } : {}),
     };
+  }
+
+  /**
+   * The worker workflow as it is now (a teammate may have edited it since the run started): one
+   * whose jobs could not work gets no round (thrown: the run is stuck, saying why, and tries again
+   * at the next event); the warnings (its timeout, its differences) are said anew.
+   */
+  private async checkWorker(state: RunState, branch: string): Promise<void> {
+    const text = await this.api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+    if (text === null) return; // The dispatch says it: the workflow is not there.
+    const drift = workerDrift(text, this.api.release);
+    if (drift.stop.length > 0)
+      throw new Error(
+        `.github/workflows/${GITHUB.workflow} on ${branch} changed since the run started, and its jobs could not work: ${drift.stop.join('; ')}. Write it as \`forkflush init --github\` does`,
+      );
+    const warning = [workerTimeoutProblem(text, state.config), workerDriftText(drift, branch)].filter(
+      (w): w is string => w !== null,
+    );
+    if (warning.length > 0) this.files.workerWarning = warning.join('\n\n');
+    else delete this.files.workerWarning;
   }
 
   /**

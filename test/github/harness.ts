@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
+import { RELEASE } from '../../src/app/app-context.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { buildMap } from '../../src/core/map/record.js';
 import { runSnapshots } from '../../src/core/map/sample.js';
@@ -220,7 +221,8 @@ export class Harness {
     // Quiet, as the app's Probot logger is at 'fatal': the throttling plugin warns of each rate limit.
     const log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
     const octokit = new this.Octokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl, log });
-    return new GitHubApi(octokit, this.gh.owner, this.gh.repo, this.recordKey);
+    // The app's release, as the app's own handlers and nightly tick have it.
+    return new GitHubApi(octokit, this.gh.owner, this.gh.repo, this.recordKey, RELEASE);
   }
 
   /**
