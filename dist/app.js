@@ -52242,11 +52242,16 @@ function boundedText(text, max) {
 function boundedUsage(u) {
   return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
 }
-function resultFromCommit(runId2, e, commit) {
+function resultFromCommit(runId2, e, commit, unit) {
   const short = commit.sha.slice(0, 7);
   const parsed = parseCommitMessage(commit.message, commit.sha);
   if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
     return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (unit !== void 0 && parsed.unit !== void 0 && parsed.unit !== unit) {
+    return {
+      problem: `its result ${short} counts its spend in ${parsed.unit}, the run in ${unit}: a worker of another release or config wrote it`
+    };
   }
   if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
     return {
@@ -52289,9 +52294,11 @@ function parseCommitMessage(message, commit) {
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
   const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
+  const unit = fields.get(TRAILERS.unit);
   return {
     runId: runId2,
     episode,
+    ...unit ? { unit } : {},
     // A commit's trailers may be any size: the app bounds them as the worker did.
     result: boundedResult({
       commit,
@@ -55050,7 +55057,7 @@ async function observe(api, commits, state, files, seen) {
     let result = null;
     if (head && head !== e.base) {
       const commit = await commits.get(head);
-      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit }, state.config.budget.unit);
       const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
       result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
     } else if (seen.failedJobs?.[e.id]) {
@@ -55110,6 +55117,156 @@ async function windDown(ctx, next) {
   }
 }
 
+// src/core/worker-drift.ts
+var import_yaml6 = __toESM(require_dist2(), 1);
+var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
+var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
+var PLACEHOLDER = "your-org/forkflush";
+function workerDrift(text, release) {
+  const drift = { stop: [], differ: [] };
+  let doc;
+  try {
+    doc = (0, import_yaml6.parse)(text);
+  } catch (e) {
+    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
+    return drift;
+  }
+  dispatchDrift(doc, drift);
+  const jobs = doc?.jobs ?? {};
+  const withAction = Object.entries(jobs).flatMap(
+    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
+  );
+  const first = withAction[0];
+  if (!first) {
+    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
+    return drift;
+  }
+  stepDrift(first.step, text, release, drift);
+  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
+  return drift;
+}
+function dispatchDrift(doc, drift) {
+  const on = doc?.on;
+  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
+  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
+  if (dispatch === void 0) {
+    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
+    return;
+  }
+  const inputs = dispatch?.inputs ?? {};
+  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
+    );
+}
+function stepDrift(step, text, release, drift) {
+  const uses = step.uses;
+  const [repo = "", ref = ""] = uses.split("@");
+  if (repo.toLowerCase() === PLACEHOLDER) {
+    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
+  } else if (release !== null) {
+    const version2 = versionOf(ref, text, uses);
+    const want = release.replace(/^v/, "");
+    if (version2 === null) {
+      drift.differ.push(
+        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
+      );
+    } else if (version2.split(".")[0] !== want.split(".")[0]) {
+      drift.stop.push(
+        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
+      );
+    } else if (version2.includes(".") && version2 !== want) {
+      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
+    }
+  }
+  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
+  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
+    );
+  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
+  const unknown2 = given.filter((i) => !known.includes(i));
+  if (unknown2.length > 0)
+    drift.differ.push(
+      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
+    );
+  if (!given.includes("context-key"))
+    drift.differ.push(
+      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
+    );
+}
+function versionOf(ref, text, uses) {
+  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
+  if (tag) return tag[1];
+  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
+  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
+  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
+}
+function permissionDrift(job, permissions, drift) {
+  if (permissions === void 0) {
+    drift.differ.push(
+      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
+    );
+    return;
+  }
+  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
+  if (contents !== "write")
+    drift.stop.push(
+      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
+    );
+}
+function workerDriftText(drift, branch) {
+  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
+  const path8 = `.github/workflows/${GITHUB.workflow}`;
+  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
+  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
+  if (drift.stop.length > 0)
+    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
+
+${list(drift.stop)}
+
+` + (drift.differ.length > 0 ? `It also differs in what a run works with:
+
+${list(drift.differ)}
+
+` : "") + `${fix} Then label the issue again.`;
+  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
+
+${list(drift.differ)}
+
+${fix}`;
+}
+
+// src/core/worker-workflow.ts
+var import_yaml7 = __toESM(require_dist2(), 1);
+function workerTimeoutProblem(workflowText, config3) {
+  if (workflowText === null) return null;
+  let doc;
+  try {
+    doc = (0, import_yaml7.parse)(workflowText);
+  } catch {
+    return null;
+  }
+  const jobs = doc?.jobs;
+  if (!jobs || typeof jobs !== "object") return null;
+  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
+  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
+  for (const [name, job] of Object.entries(jobs)) {
+    const j = job;
+    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
+      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
+    );
+    if (!runsEpisodes) continue;
+    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
+    if (typeof minutes !== "number" || minutes >= need) continue;
+    const set3 = Math.ceil(roundDeadlineMinutes(config3));
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the run would stop there, as at a cancel in the Actions tab. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
+  }
+  return null;
+}
+
 // src/github/work.ts
 var GitHubWork = class {
   constructor(api, commits, files, now) {
@@ -55133,12 +55290,13 @@ var GitHubWork = class {
   async openRound(state, round, retaking) {
     const refs = this.refs(state);
     const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
-    await this.startRunCheck(state, retaking);
-    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     const live = retaking ? await this.api.workflows.liveRun(GITHUB.workflow, title) : null;
     const branch = live?.branch ?? await this.api.defaultBranch();
+    if (!live) await this.checkWorker(state, branch);
+    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const runId2 = live?.id ?? await this.api.workflows.dispatch(GITHUB.workflow, branch, {
       run: state.id,
       round: String(round.index),
@@ -55155,6 +55313,25 @@ var GitHubWork = class {
       branch,
       ...runId2 !== null ? { runId: runId2 } : {}
     };
+  }
+  /**
+   * The worker workflow as it is now (a teammate may have edited it since the run started): one
+   * whose jobs could not work gets no round (thrown: the run is stuck, saying why, and tries again
+   * at the next event); the warnings (its timeout, its differences) are said anew.
+   */
+  async checkWorker(state, branch) {
+    const text = await this.api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+    if (text === null) return;
+    const drift = workerDrift(text, this.api.release);
+    if (drift.stop.length > 0)
+      throw new Error(
+        `.github/workflows/${GITHUB.workflow} on ${branch} changed since the run started, and its jobs could not work: ${drift.stop.join("; ")}. Write it as \`forkflush init --github\` does`
+      );
+    const warning = [workerTimeoutProblem(text, state.config), workerDriftText(drift, branch)].filter(
+      (w) => w !== null
+    );
+    if (warning.length > 0) this.files.workerWarning = warning.join("\n\n");
+    else delete this.files.workerWarning;
   }
   /**
    * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
@@ -55939,156 +56116,6 @@ function keyList() {
 function overridesInText(text) {
   const command = parseCommand(text);
   return command && "command" in command && command.command === "start" ? command.args ?? null : null;
-}
-
-// src/core/worker-drift.ts
-var import_yaml6 = __toESM(require_dist2(), 1);
-var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
-var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
-var PLACEHOLDER = "your-org/forkflush";
-function workerDrift(text, release) {
-  const drift = { stop: [], differ: [] };
-  let doc;
-  try {
-    doc = (0, import_yaml6.parse)(text);
-  } catch (e) {
-    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
-    return drift;
-  }
-  dispatchDrift(doc, drift);
-  const jobs = doc?.jobs ?? {};
-  const withAction = Object.entries(jobs).flatMap(
-    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
-  );
-  const first = withAction[0];
-  if (!first) {
-    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
-    return drift;
-  }
-  stepDrift(first.step, text, release, drift);
-  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
-  return drift;
-}
-function dispatchDrift(doc, drift) {
-  const on = doc?.on;
-  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
-  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
-  if (dispatch === void 0) {
-    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
-    return;
-  }
-  const inputs = dispatch?.inputs ?? {};
-  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
-    );
-}
-function stepDrift(step, text, release, drift) {
-  const uses = step.uses;
-  const [repo = "", ref = ""] = uses.split("@");
-  if (repo.toLowerCase() === PLACEHOLDER) {
-    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
-  } else if (release !== null) {
-    const version2 = versionOf(ref, text, uses);
-    const want = release.replace(/^v/, "");
-    if (version2 === null) {
-      drift.differ.push(
-        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
-      );
-    } else if (version2.split(".")[0] !== want.split(".")[0]) {
-      drift.stop.push(
-        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
-      );
-    } else if (version2.includes(".") && version2 !== want) {
-      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
-    }
-  }
-  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
-  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
-  if (missing.length > 0)
-    drift.stop.push(
-      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
-    );
-  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
-  const unknown2 = given.filter((i) => !known.includes(i));
-  if (unknown2.length > 0)
-    drift.differ.push(
-      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
-    );
-  if (!given.includes("context-key"))
-    drift.differ.push(
-      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
-    );
-}
-function versionOf(ref, text, uses) {
-  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
-  if (tag) return tag[1];
-  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
-  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
-  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
-}
-function permissionDrift(job, permissions, drift) {
-  if (permissions === void 0) {
-    drift.differ.push(
-      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
-    );
-    return;
-  }
-  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
-  if (contents !== "write")
-    drift.stop.push(
-      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
-    );
-}
-function workerDriftText(drift, branch) {
-  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
-  const path8 = `.github/workflows/${GITHUB.workflow}`;
-  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
-  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
-  if (drift.stop.length > 0)
-    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
-
-${list(drift.stop)}
-
-` + (drift.differ.length > 0 ? `It also differs in what a run works with:
-
-${list(drift.differ)}
-
-` : "") + `${fix} Then label the issue again.`;
-  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
-
-${list(drift.differ)}
-
-${fix}`;
-}
-
-// src/core/worker-workflow.ts
-var import_yaml7 = __toESM(require_dist2(), 1);
-function workerTimeoutProblem(workflowText, config3) {
-  if (workflowText === null) return null;
-  let doc;
-  try {
-    doc = (0, import_yaml7.parse)(workflowText);
-  } catch {
-    return null;
-  }
-  const jobs = doc?.jobs;
-  if (!jobs || typeof jobs !== "object") return null;
-  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
-  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
-  for (const [name, job] of Object.entries(jobs)) {
-    const j = job;
-    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
-      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
-    );
-    if (!runsEpisodes) continue;
-    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
-    if (typeof minutes !== "number" || minutes >= need) continue;
-    const set3 = Math.ceil(roundDeadlineMinutes(config3));
-    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the run would stop there, as at a cancel in the Actions tab. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
-  }
-  return null;
 }
 
 // src/github/steer.ts

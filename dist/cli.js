@@ -30611,11 +30611,16 @@ function commitMessage(runId2, unit, e, result, details) {
   return `${lines2.join("\n")}
 `;
 }
-function resultFromCommit(runId2, e, commit) {
+function resultFromCommit(runId2, e, commit, unit) {
   const short = commit.sha.slice(0, 7);
   const parsed = parseCommitMessage(commit.message, commit.sha);
   if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
     return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (unit !== void 0 && parsed.unit !== void 0 && parsed.unit !== unit) {
+    return {
+      problem: `its result ${short} counts its spend in ${parsed.unit}, the run in ${unit}: a worker of another release or config wrote it`
+    };
   }
   if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
     return {
@@ -30658,9 +30663,11 @@ function parseCommitMessage(message, commit) {
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis2 = basis === "estimated" || basis === "none" ? basis : void 0;
   const earlierSpent = Number(fields.get(TRAILERS.earlierSpent));
+  const unit = fields.get(TRAILERS.unit);
   return {
     runId: runId2,
     episode: episode2,
+    ...unit ? { unit } : {},
     // A commit's trailers may be any size: the app bounds them as the worker did.
     result: boundedResult({
       commit,
@@ -37197,17 +37204,9 @@ function limiter(most, waiting) {
 }
 
 // src/io/egress-proxy.ts
-var HOP = [
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade"
-];
+var HOP = "connection keep-alive proxy-connection proxy-authorization proxy-authenticate te trailer transfer-encoding upgrade".split(
+  " "
+);
 var Refused = class extends Error {
 };
 async function startEgressProxy(o) {
@@ -37334,7 +37333,7 @@ function requestHandler(o, out) {
       out.refuse(label);
       return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
     }
-    const headers = forwarded2(req.headers);
+    const headers = forwarded2(req);
     headers.host = url2.host;
     const via = out.machine.for(host, false);
     if (via)
@@ -37381,7 +37380,7 @@ function routeForwarder(route, out) {
     if (problem2 || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem2}`);
     if (!req.url?.startsWith("/"))
       return void answer(res, 400, "forkflush: this address takes paths of the model API only");
-    const headers = forwarded2(req.headers);
+    const headers = forwarded2(req);
     let swapped = false;
     for (const k of route.keys)
       for (const h of k.headers) {
@@ -37444,7 +37443,7 @@ function relayThroughProxy(req, res, via, url2, headers, secrets, watch) {
 function relay(req, res, up, secrets, watch) {
   up.on("response", (answerMsg) => {
     watch.reached();
-    const headers = forwarded2(answerMsg.headers);
+    const headers = forwarded2(answerMsg);
     const te = answerMsg.headers["transfer-encoding"];
     const out = secrets?.length ? masked(answerMsg, headers, secrets, te) : { headers, body: answerMsg };
     if ("problem" in out) {
@@ -37471,9 +37470,10 @@ function relay(req, res, up, secrets, watch) {
   });
   req.pipe(up);
 }
-function forwarded2(headers) {
+function forwarded2({ headers, method }) {
   const out = {};
   for (const [k, v] of Object.entries(headers)) if (v !== void 0 && !HOP.includes(k)) out[k] = v;
+  if (method && headers["transfer-encoding"] && !headers["content-length"]) out["transfer-encoding"] = "chunked";
   return out;
 }
 function answer(res, status, text) {
