@@ -236,9 +236,10 @@ export const PROBE_SPREAD = 0.05;
 
 /**
  * A probe run's gain over the initial score at or below this share of the scores' size is rounding
- * (a sum taken in another order), not an improvement: our choice, far above a double's 1e-16.
+ * (a sum taken in another order), not an improvement: our choice, far above a double's 1e-16 and
+ * below a whole step of a count near 1e10. Whole-number scores, which do not round, are exempt.
  */
-export const PROBE_GAIN_NOISE = 1e-9;
+export const PROBE_GAIN_NOISE = 1e-11;
 
 /**
  * On a runner, the longest the Action waits for the agent's CLI to install, in seconds: our

@@ -59,7 +59,9 @@ export function analyzeProbe(
   const worst = xs.length > 0 ? xs.reduce((a, b) => (g(b) < g(a) ? b : a)) : null;
   const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
   const spread = sd(xs);
-  const gained = (x: number, from: number) => g(x) - g(from) > PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const noise = (x: number, from: number) =>
+    Number.isInteger(x) && Number.isInteger(from) ? 0 : PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const gained = (x: number, from: number) => g(x) - g(from) > noise(x, from);
   const improved = xs.filter((x) => o.initial === null || gained(x, o.initial)).length;
   const floor = o.initial ?? worst;
   const span = best !== null && floor !== null ? Math.abs(best - floor) : null;

@@ -154,4 +154,17 @@ describe('probe at the edges of its data', () => {
     );
     expect(a.recommendation).not.toBe('help likely');
   });
+
+  it('counts runs that lowered a large whole-number cost as improved (no rounding there)', () => {
+    // Before (the noise bound of the row above, first at 1e-9 of the scores' size): a cost of
+    // 3,000,000,000 cut to 2,999,999,997, ...998 and ...999, exact in a double, counted as no gain,
+    // and the probe said "too hard at this budget" (found by the stop's self-review).
+    const initial = 3_000_000_000;
+    const a = analyzeProbe(
+      [initial - 3, initial - 2, initial - 1].map((b, i) => ({ ...rec(b, i + 1), initial })),
+      { direction: 'minimize', initial, dir: 't', planned: 20, budgetEach: 2, unit: 'usd' },
+    );
+    expect(a.improved).toBe(3);
+    expect(a.recommendation).not.toBe('too hard at this budget');
+  });
 });
