@@ -28380,7 +28380,7 @@ var CONFIDENCE = 0.95;
 var PROBE_RUNS = PAPER.branches;
 var PROBE_EPISODES_EACH = 2;
 var PROBE_SPREAD = 0.05;
-var PROBE_GAIN_NOISE = 1e-9;
+var PROBE_GAIN_NOISE = 1e-11;
 var MAX_UNFINISHED_STARTS = 3;
 var PAPER_MAP = {
   /** Snapshots per run: each run's artifacts were sampled at 51 points. */
@@ -43109,7 +43109,8 @@ function analyzeProbe(records, o) {
   const worst = xs.length > 0 ? xs.reduce((a, b) => g(b) < g(a) ? b : a) : null;
   const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
   const spread = sd(xs);
-  const gained = (x, from) => g(x) - g(from) > PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const noise = (x, from) => Number.isInteger(x) && Number.isInteger(from) ? 0 : PROBE_GAIN_NOISE * Math.max(Math.abs(x), Math.abs(from));
+  const gained = (x, from) => g(x) - g(from) > noise(x, from);
   const improved = xs.filter((x) => o.initial === null || gained(x, o.initial)).length;
   const floor = o.initial ?? worst;
   const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
