@@ -141,8 +141,8 @@ export async function copyIndex(from: string, to: string): Promise<void> {
 }
 
 /**
- * The text of a regular file in an index: empty when it is missing, null when it is there but
- * cannot be read as text (a link, a folder, or larger than `maxBytes`).
+ * The text of a regular file in an index: empty when there is none (missing, a link, a folder),
+ * null when it is larger than `maxBytes` (its text must not be written over).
  */
 export async function indexedText(own: OwnRepo, index: string, path: string, maxBytes: number): Promise<string | null> {
   const entries = (await own.out(['ls-files', '-z', '--stage', '--', `:(literal)${path}`], { index }))
@@ -151,7 +151,7 @@ export async function indexedText(own: OwnRepo, index: string, path: string, max
   if (entries.length === 0) return '';
   // One entry at the path itself: a folder there lists the files in it.
   const m = entries.length === 1 ? /^(100644|100755) ([0-9a-f]{40,64}) 0\t(.*)$/s.exec(entries[0] ?? '') : null;
-  if (!m || m[3] !== path) return null;
+  if (!m || m[3] !== path) return '';
   const size = Number(await own.out(['cat-file', '-s', m[2] as string]));
   if (size > maxBytes) return null;
   return (await own.exec(['cat-file', 'blob', m[2] as string])).stdout;

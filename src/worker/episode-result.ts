@@ -1,6 +1,7 @@
 // An episode's result, committed: the journal line written into the snapshot, the commit on the
 // episode's base with the result in its trailers (sealed where there is a key); and the result of
 // an episode whose workspace could not be prepared.
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JOURNAL_LINE_MAX_CHARS, JOURNAL_READ_MAX_BYTES, JOURNAL_TAIL_LINES } from '../core/bounds.js';
 import { withEarlierAttempts } from '../core/charge.js';
@@ -29,7 +30,9 @@ export async function addLosersSection(job: EpisodeJob): Promise<{ tree: string;
   if (matchesAny(config.journal, [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])]))
     return { tree: await baseTree(), note: why('it is a protected path') };
   const journal = await indexedText(job.own, job.checkoutIndex, config.journal, JOURNAL_READ_MAX_BYTES);
-  if (journal === null) return { tree: await baseTree(), note: why('it is too large or not a file') };
+  const size = (await lstat(join(job.places.workspace, config.journal)).catch(() => null))?.size ?? 0;
+  if (journal === null || (journal === '' && size > 0))
+    return { tree: await baseTree(), note: why('it is too large or not a file') };
   const text = withSection(journal, job.journalSection);
   if (text === journal) return { tree: await baseTree() };
   const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config.journal, text);
@@ -50,9 +53,9 @@ export async function commitResult(
 ): Promise<EpisodeResult> {
   const { config, episode } = job;
   // The journal line goes into the snapshot, never through a file the agent could have linked. A
-  // journal too large to read (or no file) is left as it is, said: written anew, it would be lost.
+  // journal too large to read is left as it is, said: written anew, it would be lost.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_READ_MAX_BYTES);
-  const unread = `forkflush's line was not added to ${config.journal}: it is larger than ${JOURNAL_READ_MAX_BYTES / 2 ** 20} MiB or not a file`;
+  const unread = `forkflush's line was not added to ${config.journal}: it is larger than ${JOURNAL_READ_MAX_BYTES / 2 ** 20} MiB`;
   const noted = existing === null ? { ...made, note: [made.note, unread].filter(Boolean).join('; ') } : made;
   // What the agent wrote, as every reader gets it: the journal, the commit, the run's state.
   const partial = boundedResult(

@@ -156,7 +156,7 @@ describe('a journal that grew over many nights', () => {
     );
     const [result] = JSON.parse((await cli('status', repo.dir, '--json')).out).episodes ?? [];
     expect(JSON.stringify(result ?? readFileSync(join(runFolder(repo.dir), 'state.json'), 'utf8'))).toContain(
-      "forkflush's line was not added to NOTES.md: it is larger than 16 MiB or not a file",
+      "forkflush's line was not added to NOTES.md: it is larger than 16 MiB",
     );
   }, 240_000);
 });
