@@ -38166,6 +38166,7 @@ async function runAgentStep(job, b) {
 }
 
 // src/worker/episode-result.ts
+import { lstat as lstat7 } from "node:fs/promises";
 import { join as join19 } from "node:path";
 
 // src/worker/cleanroom.ts
@@ -38253,7 +38254,7 @@ async function indexedText(own3, index, path, maxBytes) {
   const entries = (await own3.out(["ls-files", "-z", "--stage", "--", `:(literal)${path}`], { index })).split("\0").filter((e) => e !== "");
   if (entries.length === 0) return "";
   const m = entries.length === 1 ? /^(100644|100755) ([0-9a-f]{40,64}) 0\t(.*)$/s.exec(entries[0] ?? "") : null;
-  if (!m || m[3] !== path) return null;
+  if (!m || m[3] !== path) return "";
   const size = Number(await own3.out(["cat-file", "-s", m[2]]));
   if (size > maxBytes) return null;
   return (await own3.exec(["cat-file", "blob", m[2]])).stdout;
@@ -38510,7 +38511,9 @@ async function addLosersSection(job) {
   if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
     return { tree: await baseTree(), note: why("it is a protected path") };
   const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
-  if (journal === null) return { tree: await baseTree(), note: why("it is too large or not a file") };
+  const size = (await lstat7(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  if (journal === null || journal === "" && size > 0)
+    return { tree: await baseTree(), note: why("it is too large or not a file") };
   const text = withSection(journal, job.journalSection);
   if (text === journal) return { tree: await baseTree() };
   const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config2.journal, text);
@@ -38521,7 +38524,7 @@ async function addLosersSection(job) {
 async function commitResult(job, snap, made, started) {
   const { config: config2, episode: episode2 } = job;
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const unread = `forkflush's line was not added to ${config2.journal}: it is larger than ${JOURNAL_READ_MAX_BYTES / 2 ** 20} MiB or not a file`;
+  const unread = `forkflush's line was not added to ${config2.journal}: it is larger than ${JOURNAL_READ_MAX_BYTES / 2 ** 20} MiB`;
   const noted = existing === null ? { ...made, note: [made.note, unread].filter(Boolean).join("; ") } : made;
   const partial2 = boundedResult(
     withEarlierAttempts(noted, job.earlierAttempts ?? 0, episode2.allowance, config2.budget.unit)
@@ -38575,7 +38578,7 @@ function seconds3(s) {
 }
 
 // src/worker/judge.ts
-import { lstat as lstat7, mkdir as mkdir13 } from "node:fs/promises";
+import { lstat as lstat8, mkdir as mkdir13 } from "node:fs/promises";
 import { join as join21 } from "node:path";
 
 // src/worker/setup.ts
@@ -38927,7 +38930,7 @@ async function writtenUnderProtected(b, swept) {
 async function folderStamps(dir, folders) {
   const stamps = /* @__PURE__ */ new Map();
   for (const f2 of folders) {
-    const s = await lstat7(join21(dir, f2), { bigint: true }).catch(() => null);
+    const s = await lstat8(join21(dir, f2), { bigint: true }).catch(() => null);
     stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
   }
   return stamps;
@@ -39814,7 +39817,7 @@ async function exists2(path) {
 }
 
 // src/local/initial-grade.ts
-import { cp as cp3, lstat as lstat8, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
+import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
 import { dirname as dirname11, join as join27 } from "node:path";
 
 // src/local/grader-reads.ts
@@ -40163,7 +40166,7 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat8(join27(repo, f2)).catch(() => null);
+      const s = await lstat9(join27(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
@@ -40697,7 +40700,7 @@ function mountOf(mountinfo, path) {
 }
 
 // src/local/task-copy.ts
-import { cp as cp4, lstat as lstat9, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
+import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
 import { dirname as dirname13, join as join30 } from "node:path";
 var NEVER_COPIED = /* @__PURE__ */ new Set([RUNS_FOLDER, ".git", "node_modules"]);
 async function copyTask(taskDir, repo, warnings) {
@@ -40717,7 +40720,7 @@ async function copyTaskFiles(taskDir, to) {
   await mkdir19(to, { recursive: true });
   const left = [];
   const filter = async (path) => {
-    const s = await lstat9(path);
+    const s = await lstat10(path);
     const kept = s.isFile() || s.isDirectory() || s.isSymbolicLink();
     if (!kept) left.push(path);
     return kept;
@@ -40738,7 +40741,7 @@ async function enclosingRepositoryTakes(dir) {
   const paths = listed.stdout.split("\0").filter(Boolean);
   const present = await Promise.all(
     paths.map(
-      (p) => lstat9(join30(dir, p)).then(
+      (p) => lstat10(join30(dir, p)).then(
         () => p,
         () => null
       )
