@@ -90,6 +90,7 @@ describe('journal and commit records', () => {
     expect(parseCommitMessage(msg, 'abc')).toEqual({
       runId: 'run1',
       episode: 'r2.b3',
+      unit: 'tokens',
       result: { ...r, reason: 'the grader exited with code 1: boom' },
     });
     expect(parseCommitMessage('a plain commit', 'x')).toBeNull();
