@@ -1,3 +1,4 @@
+import type { RunRecord } from '../../src/core/compare/results.js';
 import { type Config, type ConfigOverrides, parseConfig } from '../../src/core/config.js';
 import { simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
@@ -64,4 +65,22 @@ export function laterRounds(s: RunState, results: Partial<EpisodeResult>[]): Run
     if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
   }
   return s;
+}
+
+/** A probe's finished run of seed `seed` that ended at `best`, from `initial`. */
+export function probeRun(best: number | null, seed: number, initial = 50): RunRecord {
+  return {
+    strategy: 'single-run',
+    variant: 'probe',
+    seed,
+    run: `r${seed}`,
+    best,
+    spent: 48,
+    episodes: 2,
+    wallSeconds: 3,
+    status: 'finished',
+    initial,
+    budget: 48,
+    spendOk: true,
+  };
 }

@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { spent } from '../../src/core/budget.js';
 import { planCompare } from '../../src/core/compare/plan.js';
 import { compareText, improvementLine, tableRows } from '../../src/core/compare/report.js';
-import type { RunRecord } from '../../src/core/compare/results.js';
 import { compareResults } from '../../src/core/compare/results.js';
 import { parseConfig, type Strategy } from '../../src/core/config.js';
 import { plan, simulate } from '../../src/core/plan.js';
@@ -14,6 +13,7 @@ import { analyzeProbe } from '../../src/core/probe.js';
 import { reconcile } from '../../src/core/reconcile.js';
 import { extraRefusal, requestFork } from '../../src/core/schedule.js';
 import type { RunState } from '../../src/core/state.js';
+import { probeRun } from './helpers.js';
 
 const HEAD = 'grader: {command: node grade.mjs}\nagent: {command: node agent.mjs}\n';
 const cfg = (extra: string) => parseConfig(`${HEAD}${extra}`, 't.yml');
@@ -129,20 +129,7 @@ describe('compare at the edges of its data', () => {
 });
 
 describe('probe at the edges of its data', () => {
-  const rec = (best: number, seed: number): RunRecord => ({
-    strategy: 'single-run',
-    variant: 'probe',
-    seed,
-    run: `r${seed}`,
-    best,
-    spent: 48,
-    episodes: 2,
-    wallSeconds: 3,
-    status: 'finished',
-    initial: 0.5,
-    budget: 48,
-    spendOk: true,
-  });
+  const rec = (best: number, seed: number) => probeRun(best, seed, 0.5);
 
   it('recommends no fork from a gain of 1e-12 over the initial score (rounding noise)', () => {
     // Before: three runs ended at the initial 0.5 and one at 0.5 + 1e-12 (a summation order's noise):

@@ -1,23 +1,10 @@
 // forkflush probe's figures and its recommendation, from known runs; the threshold is method.ts's.
 import { describe, expect, it } from 'vitest';
-import type { RunRecord } from '../../src/core/compare/results.js';
 import { PROBE_SPREAD } from '../../src/core/method.js';
 import { analyzeProbe, probeBudgetEach, probeText } from '../../src/core/probe.js';
+import { probeRun } from './helpers.js';
 
-const rec = (best: number | null, seed: number): RunRecord => ({
-  strategy: 'single-run',
-  variant: 'probe',
-  seed,
-  run: `r${seed}`,
-  best,
-  spent: 48,
-  episodes: 2,
-  wallSeconds: 3,
-  status: 'finished',
-  initial: 50,
-  budget: 48,
-  spendOk: true,
-});
+const rec = (best: number | null, seed: number) => probeRun(best, seed);
 const probe = (bests: (number | null)[], o: { initial?: number | null; direction?: 'maximize' | 'minimize' } = {}) =>
   analyzeProbe(
     bests.map((b, i) => rec(b, i + 1)),
