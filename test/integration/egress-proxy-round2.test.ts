@@ -3,9 +3,10 @@
 // routes. Each row failed before its fix (a chunked body now goes on chunked); its comment says
 // what went wrong then and what must hold.
 import { createServer, request, type Server } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type EgressProxy, startEgressProxy } from '../../src/io/egress-proxy.js';
+import { raw } from './raw-http.js';
 
 const KEY = 'sk-real-key-0123456789abcdef';
 const PLACEHOLDER = 'forkflush-placeholder-test';
@@ -28,18 +29,6 @@ async function until(ok: () => boolean, what: string, ms = 20_000): Promise<void
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** What comes back on a raw connection until it closes (or `ms` pass). */
-function raw(port: number, text: string, ms = 10_000): Promise<string> {
-  return new Promise((resolve) => {
-    let got = '';
-    const s = connect({ host: '127.0.0.1', port }, () => s.write(text));
-    s.on('data', (d) => (got += d.toString('latin1')));
-    s.on('error', () => resolve(got));
-    s.on('close', () => resolve(got));
-    setTimeout(() => s.destroy(), ms);
-  });
 }
 
 /** A request with a chunked body holding `inner` as its one chunk. */

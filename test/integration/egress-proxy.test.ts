@@ -12,6 +12,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
 import { startEgress } from '../../src/worker/egress.js';
+import { raw } from './raw-http.js';
 
 const KEY = 'sk-real-key-0123456789abcdef';
 const PLACEHOLDER = 'forkflush-placeholder-test';
@@ -76,18 +77,6 @@ function get(
   });
 }
 
-/** What comes back on a raw connection until it closes. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve) => {
-    let got = '';
-    const s = connect({ host: '127.0.0.1', port }, () => s.write(text));
-    s.on('data', (d) => (got += d.toString('latin1')));
-    s.on('error', () => resolve(got));
-    s.on('close', () => resolve(got));
-    setTimeout(() => s.destroy(), 3000);
-  });
-}
-
 let up: Awaited<ReturnType<typeof upstream>>;
 const open: EgressProxy[] = [];
 beforeAll(async () => {
@@ -141,7 +130,9 @@ describe('a model route', () => {
     const port = p.listeners.model as number;
     const before = up.seen.length;
     expect((await get(port, '/v1/messages', { 'x-api-key': 'a guess' })).status).toBe(401);
-    expect(await raw(port, `GET http://127.0.0.1:${up.port}/x HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^HTTP\/1\.1 400/);
+    expect(await raw(port, `GET http://127.0.0.1:${up.port}/x HTTP/1.1\r\nHost: x\r\n\r\n`, 3000)).toMatch(
+      /^HTTP\/1\.1 400/,
+    );
     expect(up.seen.length).toBe(before);
   });
 
@@ -191,21 +182,23 @@ describe('the proxy', () => {
   it('refuses and counts what the allowlist lacks; lets through what it names', async () => {
     const p = await proxyWith({ allow: (host, port) => (host === '127.0.0.1' && port === up.port ? 'named' : null) });
     const port = p.listeners.proxy as number;
-    expect(await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n')).toMatch(
+    expect(await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n', 3000)).toMatch(
       /^HTTP\/1\.1 403[\s\S]*example\.com:443 is refused/,
     );
-    expect(await raw(port, 'GET http://10.0.0.1:8080/ HTTP/1.1\r\nHost: 10.0.0.1:8080\r\n\r\n')).toMatch(
+    expect(await raw(port, 'GET http://10.0.0.1:8080/ HTTP/1.1\r\nHost: 10.0.0.1:8080\r\n\r\n', 3000)).toMatch(
       /^HTTP\/1\.1 403/,
     );
     // A tunnel to the allowed host carries whatever the agent sends (the proxy never reads it).
     const tunnel = await raw(
       port,
       `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\nGET /t HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      3000,
     );
     expect(tunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK/);
     const plain = await raw(
       port,
       `GET http://127.0.0.1:${up.port}/p HTTP/1.1\r\nHost: 127.0.0.1:${up.port}\r\nConnection: close\r\n\r\n`,
+      3000,
     );
     expect(plain).toMatch(/^HTTP\/1\.1 200/);
     expect(up.seen.at(-1)?.url).toBe('/p');
@@ -227,12 +220,14 @@ describe('the proxy', () => {
       routes: [{ ...route(), upstream: `http://127.0.0.1:${closed}/v1` }],
     });
     const port = p.listeners.proxy as number;
-    expect(await raw(port, 'CONNECT nowhere.invalid:443 HTTP/1.1\r\n\r\n')).toMatch(
+    expect(await raw(port, 'CONNECT nowhere.invalid:443 HTTP/1.1\r\n\r\n', 3000)).toMatch(
       /^HTTP\/1\.1 502[\s\S]*nowhere\.invalid:443 could not be reached/,
     );
-    expect(await raw(port, `GET http://127.0.0.1:${closed}/ HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^HTTP\/1\.1 502/);
+    expect(await raw(port, `GET http://127.0.0.1:${closed}/ HTTP/1.1\r\nHost: x\r\n\r\n`, 3000)).toMatch(
+      /^HTTP\/1\.1 502/,
+    );
     expect((await get(p.listeners.model as number, '/m', { 'x-api-key': PLACEHOLDER })).status).toBe(502);
-    await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n');
+    await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n', 3000);
     expect([...p.unreachable().keys()]).toEqual(['nowhere.invalid:443', `127.0.0.1:${closed}`]);
     expect(p.unreachable().get(`127.0.0.1:${closed}`)).toMatch(/ECONNREFUSED/);
     expect([...p.refused().keys()]).toEqual(['example.com:443']);
@@ -241,12 +236,12 @@ describe('the proxy', () => {
   it('never takes a wildcard to an internal address (this machine, cloud metadata)', async () => {
     const p = await proxyWith({ allow: () => 'wildcard' });
     const port = p.listeners.proxy as number;
-    expect(await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`)).toMatch(
+    expect(await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`, 3000)).toMatch(
       /^HTTP\/1\.1 403[\s\S]*internal address/,
     );
-    expect(await raw(port, 'GET http://169.254.169.254/latest/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n')).toMatch(
-      /^HTTP\/1\.1 403/,
-    );
+    expect(
+      await raw(port, 'GET http://169.254.169.254/latest/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n', 3000),
+    ).toMatch(/^HTTP\/1\.1 403/);
     expect([...p.refused().keys()]).toEqual([`127.0.0.1:${up.port}`, '169.254.169.254:80']);
   });
 
@@ -270,13 +265,13 @@ describe('the proxy', () => {
       'localhost:443',
       ...(own ? [`${own}:${up.port}`] : []),
     ])
-      expect(await raw(port, `CONNECT ${target} HTTP/1.1\r\n\r\n`), target).toMatch(
+      expect(await raw(port, `CONNECT ${target} HTTP/1.1\r\n\r\n`, 3000), target).toMatch(
         /^HTTP\/1\.1 403[\s\S]*internal address/,
       );
-    expect(await raw(port, 'GET http://10.1.2.3/ HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n')).toMatch(/^HTTP\/1\.1 403/);
+    expect(await raw(port, 'GET http://10.1.2.3/ HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n', 3000)).toMatch(/^HTTP\/1\.1 403/);
     // None reached the machine's proxy; a public name does.
     expect(up.connects.length).toBe(before);
-    await raw(port, 'CONNECT 93.184.215.14:443 HTTP/1.1\r\n\r\n');
+    await raw(port, 'CONNECT 93.184.215.14:443 HTTP/1.1\r\n\r\n', 3000);
     expect(up.connects.at(-1)).toBe('93.184.215.14:443');
   });
 
@@ -285,13 +280,13 @@ describe('the proxy', () => {
     const p = await proxyWith({ allow: () => 'named', env });
     const port = p.listeners.proxy as number;
     // The machine's proxy (the upstream, answering 502 to CONNECT) is asked; the agent hears it failed.
-    expect(await raw(port, 'CONNECT api.example.com:443 HTTP/1.1\r\n\r\n')).toMatch(
+    expect(await raw(port, 'CONNECT api.example.com:443 HTTP/1.1\r\n\r\n', 3000)).toMatch(
       /^HTTP\/1\.1 502[\s\S]*answered 502/,
     );
     expect(up.connects.at(-1)).toBe('api.example.com:443');
     const before = up.connects.length;
-    await raw(port, 'CONNECT a.skip.test:443 HTTP/1.1\r\n\r\n');
-    await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`);
+    await raw(port, 'CONNECT a.skip.test:443 HTTP/1.1\r\n\r\n', 3000);
+    await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`, 3000);
     expect(up.connects.length).toBe(before);
   });
 
