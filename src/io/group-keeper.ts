@@ -3,7 +3,7 @@
 // SIGKILL (`kill -9`, the OOM killer) runs no handler. A confined command's bwrap dies with
 // forkflush (--die-with-parent); an unconfined one (sandbox: off, or no bubblewrap) ran on: its
 // agent spending on its provider, charged nowhere, and writing the workspace a resume checks out
-// again. So one small shell, started with the first unconfined command, keeps the list of their
+// again. So one small shell, started before the first unconfined command, keeps the list of their
 // groups from its stdin, and when that pipe closes (forkflush is gone, however it ended) it stops
 // the groups still listed: SIGTERM, a second, then SIGKILL.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -28,7 +28,12 @@ for g in $left; do kill -s KILL -- "-$g" 2>/dev/null; done
 
 let keeper: ChildProcess | null = null;
 
-function tell(line: string): void {
+/**
+ * Starts the keeper, if it does not run yet, before an unconfined command is spawned: then only a
+ * pipe write, in the same turn, lies between the command's start and the keeper knowing its group
+ * (started after, a forkflush killed during the keeper's own spawn left the command running).
+ */
+export function startKeeper(): void {
   if (!keeper) {
     // In no folder of the run's, with nothing of its environment: it holds nothing of the run.
     keeper = spawn('/bin/sh', ['-c', KEEPER], {
@@ -43,7 +48,11 @@ function tell(line: string): void {
     keeper.unref();
     (keeper.stdin as { unref?: () => void } | null)?.unref?.();
   }
-  keeper.stdin?.write(`${line}\n`);
+}
+
+function tell(line: string): void {
+  startKeeper();
+  keeper?.stdin?.write(`${line}\n`);
 }
 
 /** The keeper's process, if it runs: it must never be stopped with the commands (Ctrl-Z), or a forkflush killed while stopped leaves them running. */

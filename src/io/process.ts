@@ -19,7 +19,7 @@ import {
 } from '../core/bounds.js';
 import { afterAwake } from './awake.js';
 import { withoutRelativePaths } from './executables.js';
-import { keeperPid, keepGroup, releaseGroup } from './group-keeper.js';
+import { keeperPid, keepGroup, releaseGroup, startKeeper } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, type ProcessLink, startTime, stillRuns } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
@@ -271,6 +271,7 @@ type Ended = { exitCode: number | null; signal: NodeJS.Signals | null };
 
 /** Spawns the command in a group of its own; no command outlives this process, however it ends. */
 function startChild(file: string, args: string[], options: RunOptions, confined: Wrapped | undefined): Child {
+  if (!confined) startKeeper();
   const child = spawn(confined?.file ?? file, confined?.args ?? args, {
     cwd: options.cwd,
     env: withoutRelativePaths(options.env ?? process.env),
