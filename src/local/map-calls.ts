@@ -46,6 +46,8 @@ export class Ledger {
     public spent: number,
     /** What a call of each step is expected to cost. */
     private readonly weights: Record<MapStep, number>,
+    /** Keeps what a call that brought no answer cost, for the next map's ledger (an answer's is kept with it). */
+    readonly keepUnanswered: (spent: number) => Promise<void> = async () => {},
   ) {}
 
   /**
@@ -90,7 +92,9 @@ export async function ask(s: JudgeSetup, ledger: Ledger, call: JudgeCall): Promi
       got = await askJudge(s, call, allowance);
     } finally {
       // An interrupted call is charged what it was allowed: what it spent is not known.
-      ledger.settle(allowance, got === null ? allowance : got.spent);
+      const spent = got === null ? allowance : got.spent;
+      ledger.settle(allowance, spent);
+      if (!got?.ok && spent > 0) await ledger.keepUnanswered(spent);
     }
     reply = got;
     if (reply.ok || reply.notStarted) return reply;
@@ -100,7 +104,7 @@ export async function ask(s: JudgeSetup, ledger: Ledger, call: JudgeCall): Promi
 
 export type PoolEnd =
   | { kind: 'done'; firstError: string | null }
-  | { kind: 'budget' }
+  | { kind: 'budget'; firstError: string | null }
   | { kind: 'failed'; error: string; notStarted: boolean };
 
 /**
@@ -124,7 +128,7 @@ export async function pool<T>(
     while (end === null && next < items.length) {
       const r = await work(items[next++] as T);
       done++;
-      if (r === null) end ??= { kind: 'budget' };
+      if (r === null) end ??= { kind: 'budget', firstError };
       else if (r.ok) inARow = 0;
       else {
         firstError ??= r.error;
@@ -140,6 +144,8 @@ export async function pool<T>(
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  // The first error of the pool's end: a call in flight when the budget ran out may have failed since.
+  if (end?.kind === 'budget') return { kind: 'budget', firstError };
   return end ?? { kind: 'done', firstError };
 }
 

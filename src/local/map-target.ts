@@ -90,19 +90,34 @@ export async function mapConfig(taskDir: string, target: MapTarget, configFile?:
   return (await loadConfig(taskDir).catch(() => null))?.config ?? (target.runs[0] as MapRun).state.config;
 }
 
-/** The run's or the compare's report.md again, now with the map's section. */
+/**
+ * The run's or the compare's report.md again, now with the map's section, from their records as
+ * they are now: the judge may have taken hours, and a run resumed meanwhile has moved on. One
+ * driven meanwhile is its driver's to write (its next report shows the map).
+ */
 export async function refreshReports(taskDir: string, target: MapTarget): Promise<void> {
-  if (target.kind === 'run') {
-    const r = target.runs[0] as MapRun;
-    await writeReports(r.store, r.state, { repo: r.info.repo, taskDir: r.info.taskDir, scratch: r.info.scratch });
-    return;
+  const store = target.kind === 'run' ? (target.runs[0] as MapRun).store : new RunStore(target.folder);
+  const release = await store.lock().catch((e: unknown) => {
+    if (e instanceof UserError) return null;
+    throw e;
+  });
+  if (!release) return;
+  try {
+    if (target.kind === 'run') {
+      const r = (await runTarget(taskDir, target.id)).runs[0] as MapRun;
+      await writeReports(r.store, r.state, { repo: r.info.repo, taskDir: r.info.taskDir, scratch: r.info.scratch });
+      return;
+    }
+    const now = await compareTarget(taskDir, target.id);
+    const m = now.manifest as CompareManifest;
+    const base = parseConfig(
+      m.configText,
+      m.configFile,
+      runOverrides(m, m.strategies[0] as CompareManifest['strategies'][number]),
+    );
+    const states = new Map(now.runs.map((r) => [r.state.id, r.state]));
+    await writeCompareOutputs(now.folder, m, states, base, taskDir);
+  } finally {
+    await release();
   }
-  const m = target.manifest as CompareManifest;
-  const base = parseConfig(
-    m.configText,
-    m.configFile,
-    runOverrides(m, m.strategies[0] as CompareManifest['strategies'][number]),
-  );
-  const states = new Map(target.runs.map((r) => [r.state.id, r.state]));
-  await writeCompareOutputs(target.folder, m, states, base, taskDir);
 }

@@ -204,10 +204,13 @@ async function prepare(m: Mapping): Promise<Ready> {
     spec: m.plan.estimate.spec.each || rough.spec[unit],
     triplet: m.plan.estimate.triplet.each || rough.triplet[unit],
   };
+  // What the specs it reuses cost, and what its earlier calls that brought no answer cost.
+  const target = `${j.target.kind} ${j.target.id}`;
   const ledger = new Ledger(
     j.settings.budget,
-    [...m.specs.values()].reduce((s, x) => s + x.spent, 0),
+    [...m.specs.values()].reduce((s, x) => s + x.spent, 0) + m.cache.unansweredSpent(target),
     weights,
+    (spent) => m.cache.saveUnanswered(target, spent),
   );
   ledger.plan({ spec: m.plan.specs.toAsk, triplet: m.plan.triplets.toAsk });
   const p = m.plan;
@@ -377,14 +380,23 @@ function stopped(r: Ready, end: PoolEnd, step: MapStep, asked: number): MapOutco
   const { plan, ledger } = r;
   const { settings } = r.j;
   const logs = ` (logs of the failed calls: ${r.setup.failedLogs})`;
-  if (end.kind === 'budget')
+  const failed = r.calls[step].failed;
+  if (end.kind === 'budget') {
+    const spent = `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask`;
+    // Failed calls spent it: more budget buys more failures until the judge is mended.
+    if (failed > 0)
+      return {
+        code: 1,
+        plan,
+        message: `${spent}, and the judge failed ${failed} of the ${r.calls[step].made} ${what} it was asked; the first: ${end.firstError ?? '-'}${logs}: mend the judge before raising map.budget (every answer so far is kept)`,
+        failedLogs: r.setup.failedLogs,
+      };
     return {
       code: 1,
       plan,
-      message:
-        `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask: ` +
-        'raise map.budget and run forkflush map again (every answer so far is kept)',
+      message: `${spent}: raise map.budget and run forkflush map again (every answer so far is kept)`,
     };
+  }
   if (end.kind === 'failed') {
     if (end.notStarted) return { code: 2, plan, message: `the map's judge could not start: ${end.error}` };
     return {
@@ -394,7 +406,6 @@ function stopped(r: Ready, end: PoolEnd, step: MapStep, asked: number): MapOutco
       failedLogs: r.setup.failedLogs,
     };
   }
-  const failed = r.calls[step].failed;
   if (asked > 0 && failed / asked > MAP_MOST_FAILED)
     return {
       code: 1,
