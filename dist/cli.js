@@ -7564,7 +7564,7 @@ sleep 1
 for g in $left; do kill -s KILL -- "-$g" 2>/dev/null; done
 `;
 var keeper = null;
-function tell(line) {
+function startKeeper() {
   if (!keeper) {
     keeper = spawn("/bin/sh", ["-c", KEEPER], {
       cwd: "/",
@@ -7579,7 +7579,10 @@ function tell(line) {
     keeper.unref();
     keeper.stdin?.unref?.();
   }
-  keeper.stdin?.write(`${line}
+}
+function tell(line) {
+  startKeeper();
+  keeper?.stdin?.write(`${line}
 `);
 }
 function keeperPid() {
@@ -8348,6 +8351,7 @@ function waitForEnd(child, output2, settle2) {
   });
 }
 function startChild(file2, args, options, confined2) {
+  if (!confined2) startKeeper();
   const child = spawn3(confined2?.file ?? file2, confined2?.args ?? args, {
     cwd: options.cwd,
     env: withoutRelativePaths(options.env ?? process.env),
@@ -42297,23 +42301,37 @@ function judgeKey(judge2) {
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
 }
 var MapCache = class _MapCache {
-  constructor(dir, judge2, judgments) {
+  constructor(dir, judge2, judgments, unanswered, torn) {
     this.dir = dir;
     this.judge = judge2;
     this.judgments = judgments;
+    this.unanswered = unanswered;
+    this.torn = torn;
   }
   dir;
   judge;
   judgments;
+  unanswered;
+  torn;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile14(join35(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const torn = /* @__PURE__ */ new Set();
+    const lines2 = async (name2) => {
+      const text = await readFile14(join35(dir, name2), "utf8").catch(() => "");
+      if (text !== "" && !text.endsWith("\n")) torn.add(name2);
+      return text.split("\n");
+    };
     const judgments = /* @__PURE__ */ new Map();
-    for (const line of text.split("\n")) {
+    for (const line of await lines2(JUDGMENTS)) {
       const j = parseJudgment(line);
       if (j) judgments.set(tripletKey(j), j);
     }
-    return new _MapCache(dir, judge2, judgments);
+    const unanswered = /* @__PURE__ */ new Map();
+    for (const line of await lines2(UNANSWERED)) {
+      const u = parseUnanswered(line);
+      if (u) unanswered.set(u.target, (unanswered.get(u.target) ?? 0) + u.spent);
+    }
+    return new _MapCache(dir, judge2, judgments, unanswered, torn);
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
@@ -42338,15 +42356,39 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join35(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
-`);
+    await this.append(JUDGMENTS, line);
     this.judgments.set(tripletKey(j), line);
+  }
+  /** What the map of `target` spent on calls that brought no answer, over every map of it so far. */
+  unansweredSpent(target) {
+    return this.unanswered.get(target) ?? 0;
+  }
+  async saveUnanswered(target, spent2) {
+    await this.append(UNANSWERED, { target, spent: spent2 });
+    this.unanswered.set(target, this.unansweredSpent(target) + spent2);
+  }
+  async append(name2, value) {
+    const start2 = this.torn.has(name2) ? "\n" : "";
+    await appendFile5(join35(this.dir, name2), `${start2}${JSON.stringify(value)}
+`);
+    this.torn.delete(name2);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
     return join35(this.dir, "specs", `${commit}.json`);
   }
 };
+var JUDGMENTS = "judgments.jsonl";
+var UNANSWERED = "unanswered-spend.jsonl";
+function parseUnanswered(line) {
+  try {
+    const v = JSON.parse(line);
+    const ok = typeof v.target === "string" && typeof v.spent === "number" && Number.isFinite(v.spent) && v.spent >= 0;
+    return ok ? { target: v.target, spent: v.spent } : null;
+  } catch {
+    return null;
+  }
+}
 function parseJudgment(line) {
   if (line.trim() === "") return null;
   try {
@@ -42528,14 +42570,17 @@ async function readOnly(dir) {
 
 // src/local/map-calls.ts
 var Ledger = class {
-  constructor(budget, spent2, weights) {
+  constructor(budget, spent2, weights, keepUnanswered = async () => {
+  }) {
     this.budget = budget;
     this.spent = spent2;
     this.weights = weights;
+    this.keepUnanswered = keepUnanswered;
   }
   budget;
   spent;
   weights;
+  keepUnanswered;
   inFlight = 0;
   weightLeft = 0;
   /**
@@ -42572,7 +42617,9 @@ async function ask2(s, ledger, call) {
     try {
       got = await askJudge(s, call, allowance);
     } finally {
-      ledger.settle(allowance, got === null ? allowance : got.spent);
+      const spent2 = got === null ? allowance : got.spent;
+      ledger.settle(allowance, spent2);
+      if (!got?.ok && spent2 > 0) await ledger.keepUnanswered(spent2);
     }
     reply = got;
     if (reply.ok || reply.notStarted) return reply;
@@ -42590,7 +42637,7 @@ async function pool(items, concurrency, what, log, work) {
     while (end === null && next < items.length) {
       const r = await work(items[next++]);
       done++;
-      if (r === null) end ??= { kind: "budget" };
+      if (r === null) end ??= { kind: "budget", firstError };
       else if (r.ok) inARow = 0;
       else {
         firstError ??= r.error;
@@ -42606,6 +42653,7 @@ async function pool(items, concurrency, what, log, work) {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  if (end?.kind === "budget") return { kind: "budget", firstError };
   return end ?? { kind: "done", firstError };
 }
 function planOf(target, snapshots, specs, cache2, settings, seed) {
@@ -42703,19 +42751,30 @@ async function mapConfig(taskDir, target, configFile) {
   return (await loadConfig(taskDir).catch(() => null))?.config ?? target.runs[0].state.config;
 }
 async function refreshReports(taskDir, target) {
-  if (target.kind === "run") {
-    const r = target.runs[0];
-    await writeReports(r.store, r.state, { repo: r.info.repo, taskDir: r.info.taskDir, scratch: r.info.scratch });
-    return;
+  const store = target.kind === "run" ? target.runs[0].store : new RunStore(target.folder);
+  const release2 = await store.lock().catch((e) => {
+    if (e instanceof UserError) return null;
+    throw e;
+  });
+  if (!release2) return;
+  try {
+    if (target.kind === "run") {
+      const r = (await runTarget(taskDir, target.id)).runs[0];
+      await writeReports(r.store, r.state, { repo: r.info.repo, taskDir: r.info.taskDir, scratch: r.info.scratch });
+      return;
+    }
+    const now = await compareTarget(taskDir, target.id);
+    const m = now.manifest;
+    const base = parseConfig(
+      m.configText,
+      m.configFile,
+      runOverrides(m, m.strategies[0])
+    );
+    const states = new Map(now.runs.map((r) => [r.state.id, r.state]));
+    await writeCompareOutputs(now.folder, m, states, base, taskDir);
+  } finally {
+    await release2();
   }
-  const m = target.manifest;
-  const base = parseConfig(
-    m.configText,
-    m.configFile,
-    runOverrides(m, m.strategies[0])
-  );
-  const states = new Map(target.runs.map((r) => [r.state.id, r.state]));
-  await writeCompareOutputs(target.folder, m, states, base, taskDir);
 }
 
 // src/local/map.ts
@@ -42809,10 +42868,12 @@ async function prepare(m) {
     spec: m.plan.estimate.spec.each || rough.spec[unit],
     triplet: m.plan.estimate.triplet.each || rough.triplet[unit]
   };
+  const target = `${j.target.kind} ${j.target.id}`;
   const ledger = new Ledger(
     j.settings.budget,
-    [...m.specs.values()].reduce((s, x) => s + x.spent, 0),
-    weights
+    [...m.specs.values()].reduce((s, x) => s + x.spent, 0) + m.cache.unansweredSpent(target),
+    weights,
+    (spent2) => m.cache.saveUnanswered(target, spent2)
   );
   ledger.plan({ spec: m.plan.specs.toAsk, triplet: m.plan.triplets.toAsk });
   const p = m.plan;
@@ -42968,12 +43029,22 @@ function stopped(r, end, step, asked) {
   const { plan: plan2, ledger } = r;
   const { settings } = r.j;
   const logs = ` (logs of the failed calls: ${r.setup.failedLogs})`;
-  if (end.kind === "budget")
+  const failed = r.calls[step].failed;
+  if (end.kind === "budget") {
+    const spent2 = `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask`;
+    if (failed > 0)
+      return {
+        code: 1,
+        plan: plan2,
+        message: `${spent2}, and the judge failed ${failed} of the ${r.calls[step].made} ${what} it was asked; the first: ${end.firstError ?? "-"}${logs}: mend the judge before raising map.budget (every answer so far is kept)`,
+        failedLogs: r.setup.failedLogs
+      };
     return {
       code: 1,
       plan: plan2,
-      message: `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask: raise map.budget and run forkflush map again (every answer so far is kept)`
+      message: `${spent2}: raise map.budget and run forkflush map again (every answer so far is kept)`
     };
+  }
   if (end.kind === "failed") {
     if (end.notStarted) return { code: 2, plan: plan2, message: `the map's judge could not start: ${end.error}` };
     return {
@@ -42983,7 +43054,6 @@ function stopped(r, end, step, asked) {
       failedLogs: r.setup.failedLogs
     };
   }
-  const failed = r.calls[step].failed;
   if (asked > 0 && failed / asked > MAP_MOST_FAILED)
     return {
       code: 1,
