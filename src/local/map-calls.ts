@@ -145,8 +145,10 @@ export async function pool<T>(
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
   // The first error of the pool's end: a call in flight when the budget ran out may have failed since.
-  if (end?.kind === 'budget') return { kind: 'budget', firstError };
-  return end ?? { kind: 'done', firstError };
+  // (Set by the workers: TypeScript does not see the closures assign it.)
+  const last = end as PoolEnd | null;
+  if (last?.kind === 'budget') return { kind: 'budget', firstError };
+  return last ?? { kind: 'done', firstError };
 }
 
 export function planOf(
