@@ -209,11 +209,12 @@ function spawnAndWait(
       resolve(result);
     });
     child.on('exit', () => {
+      // What the group left is killed before the keeper lets it go: a forkflush killed in between leaves nothing running.
+      stopper.leaderExited();
       if (child.pid !== undefined) {
         running.delete(child.pid);
         releaseGroup(child.pid);
       }
-      stopper.leaderExited();
     });
   });
 }
