@@ -93,10 +93,10 @@ describeSandboxed('a context that costs disk and time without bytes', () => {
   // 300,000 empty folders in a context (10 s of mkdir) counted 0 bytes against its 1 GiB bound: a
   // run of two serial 6-token episodes sat silent for 725 s, each sweep walking them (~19 s) and
   // each carried copy taking ~117 s and 1.2 GB of disk, K copies per fork round (found by a review).
-  it('150,000 empty folders in the context: emptied and said, and a two-episode serial run ends in minutes', async () => {
+  it('120,000 empty folders in the context: emptied and said, and a two-episode serial run ends in minutes', async () => {
     const repo = makeAttackRepo({
       agent:
-        'node -e \'const fs=require("fs"),c=process.env.FORKFLUSH_CONTEXT_DIR;for(let a=0;a<150;a++){fs.mkdirSync(c+"/d/"+a,{recursive:true});for(let b=0;b<1000;b++)fs.mkdirSync(c+"/d/"+a+"/"+b)}\' && ' +
+        'node -e \'const fs=require("fs"),c=process.env.FORKFLUSH_CONTEXT_DIR;for(let a=0;a<120;a++){fs.mkdirSync(c+"/d/"+a,{recursive:true});for(let b=0;b<1000;b++)fs.mkdirSync(c+"/d/"+a+"/"+b)}\' && ' +
         'echo 6 > value.txt && echo \'{"spent": 6}\' > "$FORKFLUSH_USAGE_FILE"',
       grader: CAT_GRADER,
       // Two serial episodes: the second carries the first one's context.
@@ -105,8 +105,11 @@ describeSandboxed('a context that costs disk and time without bytes', () => {
     });
     const root = join(repo.dir, '..');
     try {
-      // A hang check, not a timing: 725 s before the bound; 86 s alone, 180 s beside a busy suite.
-      const cli = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 360_000 });
+      // A hang check, not a timing: 725 s (300,000 folders) on an idle machine before the bound; with
+      // 150,000, 86 s alone, 180 s beside a busy suite, and 220 s for the first episode alone on a
+      // machine at a load of 9 (a full suite, helpers and CPU burners): 120,000 (just over the
+      // bound, 100,000) and a bound of 540 s, still below what the fault took idle.
+      const cli = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 540_000 });
       const state = newestRunState(repo.dir);
       expect(cli.timedOut, cli.out.slice(-800)).toBe(false);
       expect(state?.status, cli.out.slice(-800)).toBe('finished');
@@ -117,5 +120,5 @@ describeSandboxed('a context that costs disk and time without bytes', () => {
     } finally {
       killProcessesUnder(root);
     }
-  }, 420_000);
+  }, 600_000);
 });
