@@ -8309,11 +8309,11 @@ function spawnAndWait(file2, args, options, confined2) {
       resolve10(result);
     });
     child.on("exit", () => {
+      stopper.leaderExited();
       if (child.pid !== void 0) {
         running.delete(child.pid);
         releaseGroup(child.pid);
       }
-      stopper.leaderExited();
     });
   });
 }
@@ -42653,8 +42653,9 @@ async function pool(items, concurrency, what, log, work) {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
-  if (end?.kind === "budget") return { kind: "budget", firstError };
-  return end ?? { kind: "done", firstError };
+  const last2 = end;
+  if (last2?.kind === "budget") return { kind: "budget", firstError };
+  return last2 ?? { kind: "done", firstError };
 }
 function planOf(target, snapshots, specs, cache2, settings, seed) {
   const ids = snapshots.map((x) => x.commit);
