@@ -104,7 +104,13 @@ export async function recordLosers(state: RunState, read: (commit: string) => Pr
     if (round.losers || losers.length === 0) continue;
     const base = await read((losers[0] as Episode).base);
     const notes: LoserNotes[] = [];
-    for (const e of losers) notes.push(loserNotes(e.id, base, await read((e.result as { commit: string }).commit)));
+    for (const e of losers) {
+      // Against the journal it started from: with the section of the round before, when it got one
+      // (a fork round right after another), which is not its agent's to be quoted again.
+      const section = sectionFor(next, e);
+      const started = section ? withSection(base, section) : base;
+      notes.push(loserNotes(e.id, started, await read((e.result as { commit: string }).commit)));
+    }
     next = {
       ...next,
       rounds: next.rounds.map((r) => (r.index === round.index ? { ...r, losers: notes } : r)),
