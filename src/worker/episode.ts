@@ -94,7 +94,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   Object.assign(charged, { spent: ranCharge.spent, estimated: ranCharge.basis === 'estimated' });
   if (ran.logFull) throw new Error(`the agent's log could not be written: ${ran.logFull}`);
   // 6. The workspace as forkflush's own git records it, protected paths as they were at the base.
-  const recorded = await recordStep(job, b, setup.excludes);
+  const recorded = await recordStep(job, b, setup.excludes, start.tree);
   // Left as the episode found it: a crash with nothing to show (core/stop.ts), charged nothing if quick.
   const unchanged =
     !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start.tree;
@@ -169,7 +169,13 @@ interface Recorded {
 }
 
 /** The workspace's files as forkflush's own git records them, protected paths as they were at the base. */
-async function recordStep(job: EpisodeJob, b: EpisodeBox, excludes: string | null): Promise<Recorded> {
+async function recordStep(
+  job: EpisodeJob,
+  b: EpisodeBox,
+  excludes: string | null,
+  /** The tree the agent started from: the base, with the losers' section when it got one. */
+  startTree: string,
+): Promise<Recorded> {
   const { config, episode, places } = job;
   const snapshotIndex = join(job.scratchDir, 'snapshot.index');
   let unrecorded: string | null = null;
@@ -184,9 +190,10 @@ async function recordStep(job: EpisodeJob, b: EpisodeBox, excludes: string | nul
   ).catch(async (e: unknown) => {
     // A full disk is the machine's, not the agent's (runEpisode says so); a stop is nobody's result.
     if (b.interrupt.aborted || (await diskFull(e, [job.scratchDir, places.workspace]))) throw e;
-    // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
+    // What the agent left cannot be committed (git refuses a file): the episode keeps the tree it
+    // started from (its base, and the losers' section the lineage carries on).
     unrecorded = `${UNRECORDED} (${(e as Error).message.split('\n')[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
-    return baseSnapshot(job.own, snapshotIndex, episode.base);
+    return baseSnapshot(job.own, snapshotIndex, startTree);
   });
   addCleaned(b.swept, snap.cleaned);
   return { snap, unrecorded };
