@@ -3,7 +3,7 @@
 // repository's objects and refs itself; an agent sees only its workspace, whose .git is its own.
 import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { JOURNAL_READ_MAX_BYTES } from '../core/bounds.js';
+import { GIT_OUTPUT_MAX_CHARS } from '../core/bounds.js';
 import { resultFromCommit } from '../core/journal.js';
 import { journalWindow } from '../core/losers.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
@@ -90,13 +90,15 @@ export class LocalForge implements ForgeWork {
     return read.result;
   }
 
-  /** The losers' notes' window of `path` at a commit ('' when it has none, or one too large to read). */
+  /** The losers' notes' window of `path` at a commit ('' when it has none, or one larger than git's output bound). */
   async journalAt(commit: string, path: string): Promise<string> {
     const { own } = await this.open();
     const spec = `${commit}:${path}`;
     const type = await own.exec(['cat-file', '-t', spec], { check: false });
     if (type.exitCode !== 0 || type.stdout.trim() !== 'blob') return '';
-    if (!(Number(await own.out(['cat-file', '-s', spec])) <= JOURNAL_READ_MAX_BYTES)) return '';
+    // Read whole, as GitHub's API serves it, for its last part (journalWindow): a journal past
+    // commitResult's 16 MiB still has a loser's last entries.
+    if (!(Number(await own.out(['cat-file', '-s', spec])) <= GIT_OUTPUT_MAX_CHARS)) return '';
     return journalWindow((await own.exec(['cat-file', 'blob', spec])).stdout);
   }
 
