@@ -54872,13 +54872,69 @@ async function recordLosers(state, read2) {
     if (round.losers || losers.length === 0) continue;
     const base = await read2(losers[0].base);
     const notes = [];
-    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    for (const e of losers) {
+      const section = sectionFor(next, e);
+      const started = section ? withSection(base, section) : base;
+      notes.push(loserNotes(e.id, started, await read2(e.result.commit)));
+    }
     next = {
       ...next,
       rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
     };
   }
   return next;
+}
+function fenceOpen(round) {
+  return `<!-- forkflush: branches that lost round ${round.index} (${round.phase}), begin -->`;
+}
+function fenceClose(round) {
+  return `<!-- forkflush: branches that lost round ${round.index}, end -->`;
+}
+function losersSection(state, round) {
+  if (!round.losers || round.losers.length === 0) return null;
+  const unit = state.config.budget.unit;
+  const winner = round.decision?.winner ?? "";
+  const out = [
+    fenceOpen(round),
+    `## Branches that lost round ${round.index} (${round.phase})`,
+    "",
+    `Copied by forkflush from the journals of the branches discarded at this fork point. Each started from the same workspace as ${describeEpisodeId(winner)}, which won and which this lineage continues; their workspaces are gone. Lines that start with ">" are their agents' own notes, quoted as written and not checked: ideas already tried, not facts.`
+  ];
+  for (const notes of round.losers) {
+    const e = round.episodes.find((x) => x.id === notes.episode);
+    const r = e?.result;
+    if (!e || !r) continue;
+    const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
+    const spent2 = `spent ${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${unit}`;
+    const told = e.directive ? ", told to try a different approach" : "";
+    out.push("", `### ${e.id}: ${score}; ${spent2}${told}`);
+    if (notes.earlier > 0) out.push(`(${notes.earlier} earlier entries left out)`);
+    if (notes.entries.length === 0) out.push("(no new entries in its journal)");
+    for (const entry of notes.entries.slice(-LOSER_CAP.entries))
+      out.push(`> ${cutText(plainText(entry).replace(/\s+/g, " "), LOSER_CAP.entryChars)}`);
+  }
+  out.push("", fenceClose(round));
+  return `${out.join("\n")}
+`;
+}
+function sectionRound(state, e) {
+  if (!keepsLosers(state.config)) return null;
+  for (const round of state.rounds) {
+    if (round.kind !== "fork" || round.index >= e.round || !round.losers || round.losers.length === 0) continue;
+    const winner = round.episodes.find((x) => x.id === round.decision?.winner);
+    if (winner?.result?.commit === e.base) return round;
+  }
+  return null;
+}
+function sectionFor(state, e) {
+  const round = sectionRound(state, e);
+  return round ? losersSection(state, round) : null;
+}
+function withSection(journal, section) {
+  if (journal.includes(section)) return journal;
+  const header = journal.trim() === "" ? "# Journal\n\n" : "";
+  const sep2 = journal === "" || journal.endsWith("\n\n") ? "" : journal.endsWith("\n") ? "\n" : "\n\n";
+  return `${header}${journal}${sep2}${section}`;
 }
 
 // src/github/observe.ts

@@ -36539,7 +36539,11 @@ async function recordLosers(state, read2) {
     if (round2.losers || losers.length === 0) continue;
     const base = await read2(losers[0].base);
     const notes = [];
-    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    for (const e of losers) {
+      const section = sectionFor(next, e);
+      const started = section ? withSection(base, section) : base;
+      notes.push(loserNotes(e.id, started, await read2(e.result.commit)));
+    }
     next = {
       ...next,
       rounds: next.rounds.map((r) => r.index === round2.index ? { ...r, losers: notes } : r)
@@ -39045,7 +39049,7 @@ async function episode(job, charged2) {
   const ranCharge = chargeOf(false);
   Object.assign(charged2, { spent: ranCharge.spent, estimated: ranCharge.basis === "estimated" });
   if (ran.logFull) throw new Error(`the agent's log could not be written: ${ran.logFull}`);
-  const recorded = await recordStep(job, b, setup.excludes);
+  const recorded = await recordStep(job, b, setup.excludes, start2.tree);
   const unchanged = !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start2.tree;
   const charge = chargeOf(unchanged);
   Object.assign(charged2, { spent: charge.spent, estimated: charge.basis === "estimated" });
@@ -39100,7 +39104,7 @@ async function setupStep(job, b) {
   job.log?.(`setup: ${prepared.how}`);
   return { excludes: prepared.excludes };
 }
-async function recordStep(job, b, excludes) {
+async function recordStep(job, b, excludes, startTree) {
   const { config: config2, episode: episode2, places } = job;
   const snapshotIndex = join22(job.scratchDir, "snapshot.index");
   let unrecorded = null;
@@ -39115,7 +39119,7 @@ async function recordStep(job, b, excludes) {
   ).catch(async (e) => {
     if (b.interrupt.aborted || await diskFull(e, [job.scratchDir, places.workspace])) throw e;
     unrecorded = `${UNRECORDED} (${e.message.split("\n")[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
-    return baseSnapshot(job.own, snapshotIndex, episode2.base);
+    return baseSnapshot(job.own, snapshotIndex, startTree);
   });
   addCleaned(b.swept, snap.cleaned);
   return { snap, unrecorded };
@@ -39628,13 +39632,13 @@ var LocalForge = class {
     if (!("result" in read2) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     return read2.result;
   }
-  /** The losers' notes' window of `path` at a commit ('' when it has none, or one too large to read). */
+  /** The losers' notes' window of `path` at a commit ('' when it has none, or one larger than git's output bound). */
   async journalAt(commit, path) {
     const { own: own3 } = await this.open();
     const spec = `${commit}:${path}`;
     const type = await own3.exec(["cat-file", "-t", spec], { check: false });
     if (type.exitCode !== 0 || type.stdout.trim() !== "blob") return "";
-    if (!(Number(await own3.out(["cat-file", "-s", spec])) <= JOURNAL_READ_MAX_BYTES)) return "";
+    if (!(Number(await own3.out(["cat-file", "-s", spec])) <= GIT_OUTPUT_MAX_CHARS)) return "";
     return journalWindow((await own3.exec(["cat-file", "blob", spec])).stdout);
   }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
