@@ -7,6 +7,16 @@ import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
 const BUDGET = 'total: 40\n  unit: tokens\n  episode: 6';
 
+/** A task that forks at half its budget, keeping the losers' notes, its agent the script `w.sh`. */
+function forkedRepo(script: string): TaskRepo {
+  return makeTaskRepo({
+    extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.15, losers: journal}',
+    budget: BUDGET,
+    agentCommand: 'sh w.sh',
+    files: { 'w.sh': script },
+  });
+}
+
 async function runToEnd(repo: TaskRepo) {
   const run = await startRun({ dir: repo.dir, seed: 42, now: new Date('2026-11-30T10:00:00Z') });
   const { state } = await drive(run.state, run);
@@ -41,15 +51,9 @@ describe('fork.losers: journal, review', () => {
   // later episode gets the section again: round 0's losers' notes are gone from the journal for the
   // rest of the run. Should hold: the episode keeps the tree it started from (base + section).
   it('keeps the section in the lineage when the first episode after the fork leaves a workspace git cannot take', async () => {
-    const repo = makeTaskRepo({
-      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.15, losers: journal}',
-      budget: BUDGET,
-      agentCommand: 'sh w.sh',
-      files: {
-        'w.sh':
-          'if [ "$FORKFLUSH_EPISODE" = r1.b0 ]; then truncate -s 101M weights.bin; fi\nexec node agent.mjs improve\n',
-      },
-    });
+    const repo = forkedRepo(
+      'if [ "$FORKFLUSH_EPISODE" = r1.b0 ]; then truncate -s 101M weights.bin; fi\nexec node agent.mjs improve\n',
+    );
     const state = await runToEnd(repo);
     expect(state.rounds[0]?.losers?.length).toBe(1);
     expect(state.rounds[1]?.episodes[0]?.result?.reason).toMatch(/the workspace could not be recorded/);
@@ -62,22 +66,17 @@ describe('fork.losers: journal, review', () => {
   // "(no new entries in its journal)"; the GitHub side (sync.ts, api.readFile up to 100 MB, then
   // journalWindow) records its last entries. Should hold: the last 1 MiB is read, on both sides.
   it("records a loser's last entries when its journal grew past 16 MiB, as the GitHub side does", async () => {
-    const repo = makeTaskRepo({
-      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.15, losers: journal}',
-      budget: BUDGET,
-      agentCommand: 'sh w.sh',
-      files: {
-        'w.sh': [
-          'if [ "$FORKFLUSH_EPISODE" = r0.b1 ]; then',
-          `  node -e "require('fs').appendFileSync('NOTES.md', '- a line of a log the agent dumped into its journal\\\\\\\\n'.repeat(340000))"`,
-          "  printf '\\n- r0.b1: tabu tenure=9 over the packing order: score 0, a dead end\\n' >> NOTES.md",
-          '  echo \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"',
-          '  exit 0',
-          'fi',
-          'exec node agent.mjs improve',
-        ].join('\n'),
-      },
-    });
+    const repo = forkedRepo(
+      [
+        'if [ "$FORKFLUSH_EPISODE" = r0.b1 ]; then',
+        `  node -e "require('fs').appendFileSync('NOTES.md', '- a line of a log the agent dumped into its journal\\\\\\\\n'.repeat(340000))"`,
+        "  printf '\\n- r0.b1: tabu tenure=9 over the packing order: score 0, a dead end\\n' >> NOTES.md",
+        '  echo \'{"spent": 1}\' > "$FORKFLUSH_USAGE_FILE"',
+        '  exit 0',
+        'fi',
+        'exec node agent.mjs improve',
+      ].join('\n'),
+    );
     const state = await runToEnd(repo);
     expect(state.rounds[0]?.decision?.winner).toBe('r0.b0');
     const loser = state.rounds[0]?.episodes[1]?.result?.commit;

@@ -35,6 +35,13 @@ describe("the judge's answers cache", () => {
   });
 });
 
+/** How the judge scripts below answer: a spec of the snapshot's value, and always "a". */
+const ANSWER = `case "$FORKFLUSH_MAP_STEP" in
+spec) cat > /dev/null; echo "keeps the value $(cat value.txt)" ;;
+triplet) echo a ;;
+esac
+`;
+
 /** A task whose map judge is a script in the logs folder (shared with the sandbox), with `map:`. */
 function judgedTask(judge: string, map: string): { t: TaskRepo; logs: string } {
   const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6' });
@@ -60,11 +67,7 @@ describe('a map drawn while its run goes on', () => {
 touch "$L/judge-started"
 while [ ! -e "$L/go" ]; do sleep 0.1; done
 echo '{"spent": 1}' > "$FORKFLUSH_USAGE_FILE"
-case "$FORKFLUSH_MAP_STEP" in
-spec) cat > /dev/null; echo "keeps the value $(cat value.txt)" ;;
-triplet) echo a ;;
-esac
-`;
+${ANSWER}`;
 
   // Before: once drawn, the map rewrites the run's report.md from the state it loaded when it started:
   // the finished run's report goes back to "in progress", "Best score: 22 from round 3" instead of
@@ -105,11 +108,7 @@ describe("a map whose judge's failed calls cost money", () => {
 echo "$FORKFLUSH_BUDGET" >> "$L/allowances"
 echo "{\\"spent\\": $FORKFLUSH_BUDGET}" > "$FORKFLUSH_USAGE_FILE"
 if [ -e "$L/fail" ]; then echo "judge: rate limited" >&2; exit 1; fi
-case "$FORKFLUSH_MAP_STEP" in
-spec) cat > /dev/null; echo "keeps the value $(cat value.txt)" ;;
-triplet) echo a ;;
-esac
-`;
+${ANSWER}`;
 
   // Before: a judge failing every call (exit 1, "judge: rate limited") burns map.budget on the retries
   // and the map stops with only "the map's budget of 100 tokens is spent ...: raise map.budget": the
