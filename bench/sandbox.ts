@@ -19,7 +19,8 @@ import { applyOpen, reconcile } from '../src/core/reconcile.js';
 import type { Episode, RunState } from '../src/core/state.js';
 import { Git } from '../src/io/git.js';
 import { runProcess } from '../src/io/process.js';
-import { type Confinement, type Wrapped, writeFd3 } from '../src/io/sandbox.js';
+import type { Confinement, Wrapped } from '../src/io/sandbox.js';
+import { withFilterAtFd3 } from '../src/io/seccomp.js';
 import { startRun } from '../src/local/start.js';
 import { type Isolation, isolationFor } from '../src/worker/boundary.js';
 import { allowedEnv } from '../src/worker/env.js';
@@ -141,11 +142,9 @@ function asBefore(w: Wrapped): Wrapped {
 
 function runWrapped(w: Wrapped, cwd: string): Promise<number | null> {
   return new Promise((resolve) => {
-    const child = spawn(w.file, w.args, {
-      cwd,
-      stdio: ['ignore', 'ignore', 'ignore', ...(w.fd3 ? ['pipe' as const] : [])],
-    });
-    if (w.fd3) writeFd3(child, w.fd3);
+    const child = withFilterAtFd3(w.fd3, (extra) =>
+      spawn(w.file, w.args, { cwd, stdio: ['ignore', 'ignore', 'ignore', ...extra] }),
+    );
     child.on('close', (code) => resolve(code));
   });
 }

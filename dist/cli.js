@@ -7448,7 +7448,7 @@ var SMOKE_CAP_TOKENS = 6e4;
 var SMOKE_TIMEOUT_SECONDS = 180;
 
 // src/io/process.ts
-import { spawn as spawn3 } from "node:child_process";
+import { spawn as spawn2 } from "node:child_process";
 import { createWriteStream } from "node:fs";
 
 // src/io/awake.ts
@@ -7713,133 +7713,10 @@ function isAlive(pid) {
   }
 }
 
-// src/io/sandbox.ts
-import { spawn as spawn2 } from "node:child_process";
-import { lstatSync, realpathSync } from "node:fs";
-import { release } from "node:os";
-import { dirname, sep } from "node:path";
-
-// src/io/accounts.ts
-import { readFileSync as readFileSync3 } from "node:fs";
-var UID_RANGE = { group: 2013e6, first: 2013000001, size: 2 ** 27 };
-var PID_SPACE = 2 ** 22;
-function rangeUid(pid, slot) {
-  return UID_RANGE.first + pid % PID_SPACE * SANDBOX_SLOTS_PER_PROCESS + slot;
-}
-var UidPool = class {
-  constructor(pid) {
-    this.pid = pid;
-  }
-  pid;
-  free = Array.from({ length: SANDBOX_SLOTS_PER_PROCESS }, (_, i) => i);
-  lease() {
-    const slot = this.free.shift();
-    if (slot === void 0)
-      throw new Error(
-        `forkflush runs at most ${SANDBOX_SLOTS_PER_PROCESS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`
-      );
-    let released = false;
-    return {
-      uid: rangeUid(this.pid, slot),
-      gid: UID_RANGE.group,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.free.push(slot);
-      }
-    };
-  }
-};
-function rangeConflict(f2) {
-  const last2 = UID_RANGE.first + UID_RANGE.size - 1;
-  const inRange = (id) => id >= UID_RANGE.group && id <= last2;
-  for (const [file2, text] of [
-    ["passwd", f2.passwd],
-    ["group", f2.group]
-  ]) {
-    for (const line of text.split("\n")) {
-      const [name2, , id] = line.split(":");
-      if (name2 && id !== void 0 && /^\d+$/.test(id) && inRange(Number(id)))
-        return `${file2 === "passwd" ? "user" : "group"} ${name2} has id ${id}`;
-    }
-  }
-  for (const [file2, text] of [
-    ["subuid", f2.subuid],
-    ["subgid", f2.subgid]
-  ]) {
-    for (const line of text.split("\n")) {
-      const [name2, start2, count3] = line.split(":").map((s) => s.trim());
-      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count3 ?? "")) continue;
-      const from = Number(start2);
-      if (from <= last2 && from + Number(count3) - 1 >= UID_RANGE.group)
-        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count3) - 1}`;
-    }
-  }
-  for (const [what, text] of [
-    ["uids", f2.uidMap],
-    ["gids", f2.gidMap]
-  ]) {
-    const covered = text.split("\n").some((line) => {
-      const [inside, , count3] = line.trim().split(/\s+/).map(Number);
-      return inside !== void 0 && count3 !== void 0 && inside <= UID_RANGE.group && inside + count3 - 1 >= last2;
-    });
-    if (!covered) return `this user namespace (a container) maps no ${what} as high as ${UID_RANGE.group}`;
-  }
-  return null;
-}
-function readIdFiles(entries) {
-  const read2 = (path) => {
-    try {
-      return readFileSync3(path, "utf8");
-    } catch {
-      return "";
-    }
-  };
-  return {
-    passwd: `${read2("/etc/passwd")}
-${entries.passwd}`,
-    group: `${read2("/etc/group")}
-${entries.group}`,
-    subuid: read2("/etc/subuid"),
-    subgid: read2("/etc/subgid"),
-    uidMap: read2("/proc/self/uid_map"),
-    gidMap: read2("/proc/self/gid_map")
-  };
-}
-function processLimit(m) {
-  const machine = Math.min(m.pidMax, m.threadsMax);
-  const own3 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
-  const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
-  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own3 / 4), hard));
-}
-function machineProcesses() {
-  const number5 = (path, fallback) => {
-    try {
-      return Number(readFileSync3(path, "utf8").trim()) || fallback;
-    } catch {
-      return fallback;
-    }
-  };
-  let limits = [null, null];
-  try {
-    const line = readFileSync3("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max processes"));
-    const [soft, hard] = line?.slice("Max processes".length).trim().split(/\s+/) ?? [];
-    limits = [soft, hard].map((n) => n && /^\d+$/.test(n) ? Number(n) : null);
-  } catch {
-  }
-  return {
-    pidMax: number5("/proc/sys/kernel/pid_max", 32768),
-    threadsMax: number5("/proc/sys/kernel/threads-max", 32768),
-    ownLimit: limits[0] ?? null,
-    hardLimit: limits[1] ?? null
-  };
-}
-function countsPerNamespace(release2) {
-  const [major = 0, minor = 0] = release2.split(/[.-]/).map(Number);
-  return major > 5 || major === 5 && minor >= 14;
-}
-
 // src/io/seccomp.ts
+import { closeSync as closeSync2, mkdtempSync, openSync as openSync2, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join as join2 } from "node:path";
 var OFFSET_NR = 0;
 var OFFSET_ARCH = 4;
 var offsetOfArg = (i) => 16 + 8 * i;
@@ -7939,285 +7816,30 @@ function seccompFilter(profile, arch = process.arch) {
   });
   return out;
 }
-
-// src/io/sandbox.ts
-var NO_ACCOUNT = { user: null, release: () => {
-} };
-var NOBODY = { uid: 65534, gid: 65534 };
-var BWRAP = "bwrap";
-var probed;
-function probeSandbox() {
-  probed ??= probe();
-  return probed;
+function withFilterAtFd3(filter, start2) {
+  if (!filter) return start2([]);
+  const fd = openSync2(`/proc/self/fd/${keptFile(filter)}`, "r");
+  try {
+    return start2([fd]);
+  } finally {
+    closeSync2(fd);
+  }
 }
-async function probe() {
-  if (process.platform !== "linux") {
-    return {
-      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
-      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
-    };
-  }
-  const version2 = await exec(BWRAP, ["--version"]);
-  if (version2.code !== 0) {
-    return {
-      unavailable: "bubblewrap (bwrap) is not installed",
-      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
-    };
-  }
-  const bwrapName = version2.stdout.trim() || "bubblewrap";
-  const root = process.getuid?.() === 0;
-  const limits = machineProcesses();
-  const nproc = (await exec("prlimit", ["--version"])).code === 0 ? processLimit({ ...limits, ...root ? { ownLimit: null } : {} }) : null;
-  const modes = root ? await rootModes() : [{ as: "user", shared: userShared() }];
-  const trial = async (s) => {
-    const account = s.account();
+var keptFiles = /* @__PURE__ */ new Map();
+function keptFile(data) {
+  const key2 = data.toString("base64");
+  let fd = keptFiles.get(key2);
+  if (fd === void 0) {
+    const dir = mkdtempSync(join2(tmpdir(), "forkflush-filter-"));
     try {
-      const t = s.wrap(
-        { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true, account },
-        "/",
-        "true",
-        []
-      );
-      return await exec(t.file, t.args, t.fd3);
+      writeFileSync(join2(dir, "filter"), data, { mode: 256 });
+      fd = openSync2(join2(dir, "filter"), "r");
     } finally {
-      account.release();
+      rmSync(dir, { recursive: true, force: true });
     }
-  };
-  const [agent, grader] = [seccompFilter("agent"), seccompFilter("grader")];
-  const known = agent && grader ? { agent, grader } : null;
-  const tries = [
-    ...known ? [{ filter: known, name: bwrapName }] : [],
-    { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
-  ];
-  let sandbox = null;
-  let run2 = { code: 1, stdout: "", stderr: "" };
-  for (const t of tries) {
-    for (const mode of modes) {
-      const limit = nproc ? mode.shared ? `, one process limit for every sandbox (${mode.shared})` : "" : "";
-      sandbox = bubblewrap(
-        `${t.name}${nproc ? limit : ", no process limit (prlimit is missing)"}`,
-        mode.as,
-        nproc,
-        t.filter
-      );
-      run2 = await trial(sandbox);
-      if (run2.code === 0) break;
-    }
-    if (run2.code !== 0 && root) {
-      const asRoot = bubblewrap(
-        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
-        "root",
-        null,
-        t.filter
-      );
-      const second = await trial(asRoot);
-      if (second.code === 0) {
-        sandbox = asRoot;
-        run2 = second;
-      }
-    }
-    if (run2.code === 0) break;
+    keptFiles.set(key2, fd);
   }
-  if (run2.code !== 0 || !sandbox) {
-    return {
-      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
-      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
-    };
-  }
-  return { sandbox };
-}
-async function rootModes() {
-  const passwd = (await exec("getent", ["passwd"])).stdout;
-  const group = (await exec("getent", ["group"])).stdout;
-  const conflict = rangeConflict(readIdFiles({ passwd, group }));
-  return conflict ? [{ as: "nobody", shared: `as nobody: ${conflict}` }] : [
-    { as: "uid", shared: null },
-    { as: "nobody", shared: "as nobody: setpriv refused the uids of its range" }
-  ];
-}
-function userShared() {
-  const kernel = release();
-  return countsPerNamespace(kernel) ? null : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
-}
-function bubblewrap(name2, as, nproc, filters) {
-  const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === "uid" ? "umask 002; " : ""}exec "$0" "$@"`;
-  const pool2 = as === "uid" ? new UidPool(process.pid) : null;
-  const free = () => {
-  };
-  return {
-    name: name2,
-    accounts: as === "uid" ? "uid" : as === "user" && userShared() === null ? "user-namespace" : "shared",
-    processLimit: nproc,
-    account() {
-      if (pool2) {
-        const lease = pool2.lease();
-        return { user: { uid: lease.uid, gid: lease.gid }, release: lease.release };
-      }
-      return { user: as === "nobody" ? NOBODY : null, release: free };
-    },
-    async handOver(c) {
-      const user = c.account.user;
-      if (!user || c.writable.length === 0) return;
-      const [uid, gid] = [String(user.uid), String(user.gid)];
-      const chown = ["-exec", "chown", "--no-dereference", `${uid}:${gid}`, "{}", "+"];
-      await exec("find", [...c.writable, c.tmp, "(", "!", "-user", uid, "-o", "!", "-group", gid, ")", ...chown]);
-    },
-    wrap(c, cwd, file2, args) {
-      const mounts = mountArgs(c);
-      const strict = c.grader === true;
-      const seccomp = filters ? filters[strict ? "grader" : "agent"] : null;
-      return {
-        file: "/bin/sh",
-        args: [
-          "-c",
-          prelude,
-          BWRAP,
-          "--die-with-parent",
-          // A session of its own: no TIOCSTI into forkflush's terminal.
-          "--new-session",
-          ...seccomp ? ["--seccomp", "3"] : [],
-          "--unshare-pid",
-          "--unshare-ipc",
-          "--unshare-uts",
-          "--unshare-cgroup-try",
-          ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to change user,
-          // and loses them all doing it); an unprivileged user has only the user namespace's,
-          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...as === "uid" || as === "nobody" ? [] : ["--cap-drop", "ALL"],
-          ...as === "user" ? ["--unshare-user"] : [],
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
-          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
-          ...strict ? ["--remount-ro", "/proc"] : [],
-          // The kernel's settings are the host's: never writable from inside (a core_pattern
-          // pointing into the workspace would run agent code outside every namespace).
-          "--ro-bind-try",
-          "/proc/sys",
-          "/proc/sys",
-          "--ro-bind-try",
-          "/proc/sysrq-trigger",
-          "/proc/sysrq-trigger",
-          ...mounts,
-          "--chdir",
-          cwd,
-          "--",
-          ...dropTo(as, c.account, nproc),
-          file2,
-          ...args
-        ],
-        ...seccomp ? { fd3: seccomp } : {}
-      };
-    }
-  };
-}
-function dropTo(as, account, nproc) {
-  const user = account.user;
-  if ((as === "uid" || as === "nobody") && !user) throw new Error("a sandbox account without its user");
-  return [
-    ...user && (as === "uid" || as === "nobody") ? [
-      "setpriv",
-      `--reuid=${user.uid}`,
-      `--regid=${user.gid}`,
-      "--clear-groups",
-      "--inh-caps=-all",
-      "--bounding-set=-all",
-      "--"
-    ] : [],
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the processes of
-    // the account's user (its own uid under root; per user namespace as an ordinary user).
-    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
-  ];
-}
-function mountArgs(c) {
-  const mounts = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (path, args) => {
-    if (!seen.has(path)) mounts.push({ path, args });
-    seen.add(path);
-  };
-  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
-  const tmp = real("/tmp") ?? "/tmp";
-  const shown = [...c.readable, ...c.shared ?? []].map(real).filter((p) => p !== null);
-  for (const p of c.hidden) {
-    const path = real(p);
-    const reshown = path !== null && shown.some((b) => b !== path && isInside(path, b));
-    if (!path || path === "/" || isInside(path, tmp) && !reshown) continue;
-    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
-  }
-  const binds = [];
-  for (const p of c.readable) {
-    const path = real(p);
-    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
-    if (path) binds.push(path);
-  }
-  for (const p of [...c.writable, ...c.shared ?? []]) {
-    const path = real(p);
-    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
-    add(`${path}\0rw`, ["--bind", path, path]);
-    binds.push(path);
-  }
-  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
-  for (const path of binds) {
-    const root = fresh.filter((f2) => path !== f2 && isInside(path, f2)).sort((a, b) => b.length - a.length)[0];
-    if (!root) continue;
-    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
-      if (binds.some((b) => b !== path && isInside(dir, b))) break;
-      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
-    }
-  }
-  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
-  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
-}
-function real(path) {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
-function isDirectory(path) {
-  try {
-    return lstatSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-function isInside(path, root) {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-function prefixOf(dir) {
-  const base = dir.split(sep).at(-1);
-  return base === "bin" || base === "shims" ? dirname(dir) : dir;
-}
-function exec(file2, args, fd3) {
-  return new Promise((resolve10) => {
-    const child = spawn2(file2, args, {
-      env: withoutRelativePaths(process.env),
-      timeout: 1e4,
-      killSignal: "SIGKILL",
-      stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []]
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
-    child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
-    if (fd3) writeFd3(child, fd3);
-    child.on("error", (e) => resolve10({ code: 127, stdout, stderr: e.message }));
-    child.on("close", (code) => resolve10({ code: code ?? 1, stdout, stderr }));
-  });
-}
-function writeFd3(child, data) {
-  const fd3 = child.stdio[3];
-  fd3?.on("error", () => {
-  });
-  fd3?.end(data);
+  return fd;
 }
 
 // src/io/process.ts
@@ -8352,13 +7974,15 @@ function waitForEnd(child, output2, settle2) {
 }
 function startChild(file2, args, options, confined2) {
   if (!confined2) startKeeper();
-  const child = spawn3(confined2?.file ?? file2, confined2?.args ?? args, {
-    cwd: options.cwd,
-    env: withoutRelativePaths(options.env ?? process.env),
-    detached: true,
-    stdio: ["pipe", "pipe", "pipe", ...confined2?.fd3 ? ["pipe"] : []]
-  });
-  if (confined2?.fd3) writeFd3(child, confined2.fd3);
+  const child = withFilterAtFd3(
+    confined2?.fd3,
+    (extra) => spawn2(confined2?.file ?? file2, confined2?.args ?? args, {
+      cwd: options.cwd,
+      env: withoutRelativePaths(options.env ?? process.env),
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe", ...extra]
+    })
+  );
   if (child.pid !== void 0) running.add(child.pid);
   if (child.pid !== void 0 && !confined2) keepGroup(child.pid);
   if (!stopOnExit) {
@@ -8497,7 +8121,7 @@ var Tail = class {
 };
 
 // src/cli/main.ts
-import { tmpdir as tmpdir7 } from "node:os";
+import { tmpdir as tmpdir8 } from "node:os";
 
 // package.json
 var package_default = {
@@ -32550,8 +32174,8 @@ function runsSection(r) {
 
 // src/local/compare.ts
 import { mkdir as mkdir21, mkdtemp as mkdtemp5, readdir as readdir16, readFile as readFile12, rm as rm20, writeFile as writeFile17 } from "node:fs/promises";
-import { tmpdir as tmpdir4 } from "node:os";
-import { join as join33, relative as relative6 } from "node:path";
+import { tmpdir as tmpdir5 } from "node:os";
+import { join as join34, relative as relative6 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -33006,7 +32630,7 @@ function progressEstimate(o) {
 
 // src/io/git.ts
 import { lstat, readdir, realpath } from "node:fs/promises";
-import { isAbsolute as isAbsolute3, join as join2, relative, resolve, sep as sep2 } from "node:path";
+import { isAbsolute as isAbsolute3, join as join3, relative, resolve, sep } from "node:path";
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
     super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
@@ -33134,7 +32758,7 @@ async function gitRunsFromTree(repo) {
   const top = (await git.out(["rev-parse", "--show-toplevel"])).trim();
   const inTree = (path) => {
     const rel = relative(top, resolve(top, path));
-    return rel === "" || rel.startsWith("..") || isAbsolute3(rel) ? null : rel.split(sep2).join("/");
+    return rel === "" || rel.startsWith("..") || isAbsolute3(rel) ? null : rel.split(sep).join("/");
   };
   const tracked = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout !== "";
   const settings = async (pattern) => (await git.exec(["config", "--show-scope", "--get-regexp", pattern], { check: false })).stdout.split("\n").filter((l) => l !== "" && !l.startsWith("command	")).map((l) => l.slice(l.indexOf(" ") + 1).trim());
@@ -33146,10 +32770,10 @@ async function gitRunsFromTree(repo) {
     const parent = hooks.split("/").slice(0, -1).join("/");
     if (parent && !await tracked(`${hooks}/**`)) globs.push(`${parent}/**`);
   }
-  const hooksDir = join2(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
+  const hooksDir = join3(resolve(top, (await git.out(["rev-parse", "--git-common-dir"])).trim()), "hooks");
   for (const name2 of await readdir(hooksDir).catch(() => [])) {
-    const target = await realpath(join2(hooksDir, name2)).catch(() => null);
-    const path = target && (await lstat(join2(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
+    const target = await realpath(join3(hooksDir, name2)).catch(() => null);
+    const path = target && (await lstat(join3(hooksDir, name2))).isSymbolicLink() ? inTree(target) : null;
     if (path) globs.push(path);
   }
   for (const file2 of await settings("^include(if\\..*)?\\.path$")) {
@@ -33160,7 +32784,7 @@ async function gitRunsFromTree(repo) {
 }
 
 // src/local/compare-runs.ts
-import { join as join32 } from "node:path";
+import { join as join33 } from "node:path";
 
 // src/core/chart.ts
 function chartData(state) {
@@ -33729,12 +33353,12 @@ function progressView(out, startedAt, now, env = process.env) {
 // src/local/reports.ts
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join as join4 } from "node:path";
+import { join as join5 } from "node:path";
 
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import { homedir, userInfo } from "node:os";
-import { basename as basename2, delimiter as delimiter2, dirname as dirname2, isAbsolute as isAbsolute4, join as join3 } from "node:path";
+import { basename as basename2, delimiter as delimiter2, dirname as dirname2, isAbsolute as isAbsolute4, join as join4 } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT = {
@@ -33762,7 +33386,7 @@ import { execFile } from "node:child_process";
 import { lstat as lstat2, readdir as readdir2, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 var execAsync = promisify(execFile);
-var exec2 = (file2, args) => execAsync(file2, args, { env: withoutRelativePaths(process.env) });
+var exec = (file2, args) => execAsync(file2, args, { env: withoutRelativePaths(process.env) });
 var NOTHING_CLEANED = {
   links: 0,
   names: 0,
@@ -33801,7 +33425,7 @@ async function sweepTree(dir, signal, o = {}) {
   };
   for (let pass = 0; pass < 2; pass++) {
     if (await find(["-mindepth", "1", "(", ...TRAP_RULE, ")"], ["-delete"]) === 0) break;
-    await exec2("chmod", ["-R", "u+rwX", "--", dir]).catch(() => {
+    await exec("chmod", ["-R", "u+rwX", "--", dir]).catch(() => {
     });
   }
   if (o.nestedRepos !== false)
@@ -33886,18 +33510,18 @@ async function removing(tree, remove) {
   try {
     await remove();
   } catch {
-    await exec2("chmod", ["-R", "u+rwX", "--", tree]).catch(() => {
+    await exec("chmod", ["-R", "u+rwX", "--", tree]).catch(() => {
     });
     await remove();
   }
 }
 async function removeTree(path) {
-  await removing(path, () => exec2("rm", ["-rf", "--", path]));
+  await removing(path, () => exec("rm", ["-rf", "--", path]));
 }
 async function emptyFolder(dir) {
   await removing(
     dir,
-    () => exec2("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
+    () => exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
   );
 }
 async function nestedRepoFiles(dir, signal) {
@@ -33916,6 +33540,408 @@ async function nestedRepoFiles(dir, signal) {
   const inside = ["(", "-name", ".git", "-type", "d", "-prune", ")", "-o", "!", "-type", "d", "-print0"];
   const files = await run2([...roots, ...inside]);
   return files && [...new Set(files.map((f2) => f2.replace(/^\.\//, "")))];
+}
+
+// src/io/sandbox.ts
+import { spawn as spawn3 } from "node:child_process";
+import { lstatSync, realpathSync } from "node:fs";
+import { release } from "node:os";
+import { dirname, sep as sep2 } from "node:path";
+
+// src/io/accounts.ts
+import { readFileSync as readFileSync3 } from "node:fs";
+var UID_RANGE = { group: 2013e6, first: 2013000001, size: 2 ** 27 };
+var PID_SPACE = 2 ** 22;
+function rangeUid(pid, slot) {
+  return UID_RANGE.first + pid % PID_SPACE * SANDBOX_SLOTS_PER_PROCESS + slot;
+}
+var UidPool = class {
+  constructor(pid) {
+    this.pid = pid;
+  }
+  pid;
+  free = Array.from({ length: SANDBOX_SLOTS_PER_PROCESS }, (_, i) => i);
+  lease() {
+    const slot = this.free.shift();
+    if (slot === void 0)
+      throw new Error(
+        `forkflush runs at most ${SANDBOX_SLOTS_PER_PROCESS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`
+      );
+    let released = false;
+    return {
+      uid: rangeUid(this.pid, slot),
+      gid: UID_RANGE.group,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.free.push(slot);
+      }
+    };
+  }
+};
+function rangeConflict(f2) {
+  const last2 = UID_RANGE.first + UID_RANGE.size - 1;
+  const inRange = (id) => id >= UID_RANGE.group && id <= last2;
+  for (const [file2, text] of [
+    ["passwd", f2.passwd],
+    ["group", f2.group]
+  ]) {
+    for (const line of text.split("\n")) {
+      const [name2, , id] = line.split(":");
+      if (name2 && id !== void 0 && /^\d+$/.test(id) && inRange(Number(id)))
+        return `${file2 === "passwd" ? "user" : "group"} ${name2} has id ${id}`;
+    }
+  }
+  for (const [file2, text] of [
+    ["subuid", f2.subuid],
+    ["subgid", f2.subgid]
+  ]) {
+    for (const line of text.split("\n")) {
+      const [name2, start2, count3] = line.split(":").map((s) => s.trim());
+      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count3 ?? "")) continue;
+      const from = Number(start2);
+      if (from <= last2 && from + Number(count3) - 1 >= UID_RANGE.group)
+        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count3) - 1}`;
+    }
+  }
+  for (const [what, text] of [
+    ["uids", f2.uidMap],
+    ["gids", f2.gidMap]
+  ]) {
+    const covered = text.split("\n").some((line) => {
+      const [inside, , count3] = line.trim().split(/\s+/).map(Number);
+      return inside !== void 0 && count3 !== void 0 && inside <= UID_RANGE.group && inside + count3 - 1 >= last2;
+    });
+    if (!covered) return `this user namespace (a container) maps no ${what} as high as ${UID_RANGE.group}`;
+  }
+  return null;
+}
+function readIdFiles(entries) {
+  const read2 = (path) => {
+    try {
+      return readFileSync3(path, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  return {
+    passwd: `${read2("/etc/passwd")}
+${entries.passwd}`,
+    group: `${read2("/etc/group")}
+${entries.group}`,
+    subuid: read2("/etc/subuid"),
+    subgid: read2("/etc/subgid"),
+    uidMap: read2("/proc/self/uid_map"),
+    gidMap: read2("/proc/self/gid_map")
+  };
+}
+function processLimit(m) {
+  const machine = Math.min(m.pidMax, m.threadsMax);
+  const own3 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
+  const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
+  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own3 / 4), hard));
+}
+function machineProcesses() {
+  const number5 = (path, fallback) => {
+    try {
+      return Number(readFileSync3(path, "utf8").trim()) || fallback;
+    } catch {
+      return fallback;
+    }
+  };
+  let limits = [null, null];
+  try {
+    const line = readFileSync3("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max processes"));
+    const [soft, hard] = line?.slice("Max processes".length).trim().split(/\s+/) ?? [];
+    limits = [soft, hard].map((n) => n && /^\d+$/.test(n) ? Number(n) : null);
+  } catch {
+  }
+  return {
+    pidMax: number5("/proc/sys/kernel/pid_max", 32768),
+    threadsMax: number5("/proc/sys/kernel/threads-max", 32768),
+    ownLimit: limits[0] ?? null,
+    hardLimit: limits[1] ?? null
+  };
+}
+function countsPerNamespace(release2) {
+  const [major = 0, minor = 0] = release2.split(/[.-]/).map(Number);
+  return major > 5 || major === 5 && minor >= 14;
+}
+
+// src/io/sandbox.ts
+var NO_ACCOUNT = { user: null, release: () => {
+} };
+var NOBODY = { uid: 65534, gid: 65534 };
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec2(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const bwrapName = version2.stdout.trim() || "bubblewrap";
+  const root = process.getuid?.() === 0;
+  const limits = machineProcesses();
+  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit({ ...limits, ...root ? { ownLimit: null } : {} }) : null;
+  const modes = root ? await rootModes() : [{ as: "user", shared: userShared() }];
+  const trial = async (s) => {
+    const account = s.account();
+    try {
+      const t = s.wrap(
+        { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true, account },
+        "/",
+        "true",
+        []
+      );
+      return await exec2(t.file, t.args, t.fd3);
+    } finally {
+      account.release();
+    }
+  };
+  const [agent, grader] = [seccompFilter("agent"), seccompFilter("grader")];
+  const known = agent && grader ? { agent, grader } : null;
+  const tries = [
+    ...known ? [{ filter: known, name: bwrapName }] : [],
+    { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
+  ];
+  let sandbox = null;
+  let run2 = { code: 1, stdout: "", stderr: "" };
+  for (const t of tries) {
+    for (const mode of modes) {
+      const limit = nproc ? mode.shared ? `, one process limit for every sandbox (${mode.shared})` : "" : "";
+      sandbox = bubblewrap(
+        `${t.name}${nproc ? limit : ", no process limit (prlimit is missing)"}`,
+        mode.as,
+        nproc,
+        t.filter
+      );
+      run2 = await trial(sandbox);
+      if (run2.code === 0) break;
+    }
+    if (run2.code !== 0 && root) {
+      const asRoot = bubblewrap(
+        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
+        "root",
+        null,
+        t.filter
+      );
+      const second = await trial(asRoot);
+      if (second.code === 0) {
+        sandbox = asRoot;
+        run2 = second;
+      }
+    }
+    if (run2.code === 0) break;
+  }
+  if (run2.code !== 0 || !sandbox) {
+    return {
+      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+async function rootModes() {
+  const passwd = (await exec2("getent", ["passwd"])).stdout;
+  const group = (await exec2("getent", ["group"])).stdout;
+  const conflict = rangeConflict(readIdFiles({ passwd, group }));
+  return conflict ? [{ as: "nobody", shared: `as nobody: ${conflict}` }] : [
+    { as: "uid", shared: null },
+    { as: "nobody", shared: "as nobody: setpriv refused the uids of its range" }
+  ];
+}
+function userShared() {
+  const kernel = release();
+  return countsPerNamespace(kernel) ? null : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
+}
+function bubblewrap(name2, as, nproc, filters) {
+  const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === "uid" ? "umask 002; " : ""}exec "$0" "$@"`;
+  const pool2 = as === "uid" ? new UidPool(process.pid) : null;
+  const free = () => {
+  };
+  return {
+    name: name2,
+    accounts: as === "uid" ? "uid" : as === "user" && userShared() === null ? "user-namespace" : "shared",
+    processLimit: nproc,
+    account() {
+      if (pool2) {
+        const lease = pool2.lease();
+        return { user: { uid: lease.uid, gid: lease.gid }, release: lease.release };
+      }
+      return { user: as === "nobody" ? NOBODY : null, release: free };
+    },
+    async handOver(c) {
+      const user = c.account.user;
+      if (!user || c.writable.length === 0) return;
+      const [uid, gid] = [String(user.uid), String(user.gid)];
+      const chown = ["-exec", "chown", "--no-dereference", `${uid}:${gid}`, "{}", "+"];
+      await exec2("find", [...c.writable, c.tmp, "(", "!", "-user", uid, "-o", "!", "-group", gid, ")", ...chown]);
+    },
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      const strict = c.grader === true;
+      const seccomp = filters ? filters[strict ? "grader" : "agent"] : null;
+      return {
+        file: "/bin/sh",
+        args: [
+          "-c",
+          prelude,
+          BWRAP,
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          ...seccomp ? ["--seccomp", "3"] : [],
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to change user,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "uid" || as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
+          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          ...strict ? ["--remount-ro", "/proc"] : [],
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          ...dropTo(as, c.account, nproc),
+          file2,
+          ...args
+        ],
+        ...seccomp ? { fd3: seccomp } : {}
+      };
+    }
+  };
+}
+function dropTo(as, account, nproc) {
+  const user = account.user;
+  if ((as === "uid" || as === "nobody") && !user) throw new Error("a sandbox account without its user");
+  return [
+    ...user && (as === "uid" || as === "nobody") ? [
+      "setpriv",
+      `--reuid=${user.uid}`,
+      `--regid=${user.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the processes of
+    // the account's user (its own uid under root; per user namespace as an ordinary user).
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (!seen.has(path)) mounts.push({ path, args });
+    seen.add(path);
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  const shown = [...c.readable, ...c.shared ?? []].map(real).filter((p) => p !== null);
+  for (const p of c.hidden) {
+    const path = real(p);
+    const reshown = path !== null && shown.some((b) => b !== path && isInside(path, b));
+    if (!path || path === "/" || isInside(path, tmp) && !reshown) continue;
+    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  const binds = [];
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
+  }
+  for (const p of [...c.writable, ...c.shared ?? []]) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f2) => path !== f2 && isInside(path, f2)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep2).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep2) ? root : root + sep2);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep2).at(-1);
+  return base === "bin" || base === "shims" ? dirname(dir) : dir;
+}
+function exec2(file2, args, fd3) {
+  return new Promise((resolve10) => {
+    const child = withFilterAtFd3(
+      fd3,
+      (extra) => spawn3(file2, args, {
+        env: withoutRelativePaths(process.env),
+        timeout: 1e4,
+        killSignal: "SIGKILL",
+        stdio: ["ignore", "pipe", "pipe", ...extra]
+      })
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
+    child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
+    child.on("error", (e) => resolve10({ code: 127, stdout, stderr: e.message }));
+    child.on("close", (code) => resolve10({ code: code ?? 1, stdout, stderr }));
+  });
 }
 
 // src/worker/boundary.ts
@@ -33979,9 +34005,9 @@ function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
 }
 function episodeLogs(scratchDir) {
   return {
-    agent: join3(scratchDir, "agent.log"),
-    grader: join3(scratchDir, "grader.log"),
-    setup: join3(scratchDir, "setup.log")
+    agent: join4(scratchDir, "agent.log"),
+    grader: join4(scratchDir, "grader.log"),
+    setup: join4(scratchDir, "setup.log")
   };
 }
 async function withAccount(sandbox, use2) {
@@ -34003,7 +34029,7 @@ function agentConfinement(p, config2, env) {
       ...userFolders(config2.sandbox.read, p.private, env)
     ],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join3(p.box, "tmp"),
+    tmp: join4(p.box, "tmp"),
     network: false
   };
 }
@@ -34033,12 +34059,12 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir, ...fixed.pinned.map((f2) => join3(dir, f2))],
+    writable: [dir, ...fixed.pinned.map((f2) => join4(dir, f2))],
     readable: [
       ...p.objects,
       ...exposed,
       ...userFolders(config2.sandbox.read, p.private, env),
-      ...fixed.readOnly.map((f2) => join3(dir, f2))
+      ...fixed.readOnly.map((f2) => join4(dir, f2))
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
@@ -34090,7 +34116,7 @@ function exposedInside(hidden, never2, env) {
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join3(prefix, sub));
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join4(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -34100,14 +34126,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name2 of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join3(dir, name2));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join4(dir, name2));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join3(dir, "etc"));
+    look(join4(dir, "etc"));
   }
   return out;
 }
@@ -34140,7 +34166,7 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join3(inside, "home"), TMPDIR: inside };
+  return { HOME: join4(inside, "home"), TMPDIR: inside };
 }
 function userFolders(paths, forkflushOwn, env) {
   const own3 = [...forkflushOwn, ...env.RUNNER_TEMP ? [env.RUNNER_TEMP] : []];
@@ -34156,7 +34182,7 @@ function userFolders(paths, forkflushOwn, env) {
   return paths.map(expandHome).filter((path) => !ownReal.includes(real2(path)) && !innermost.some((o) => isInside(real2(path), o)));
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join3(process.env.HOME || homedir(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join4(process.env.HOME || homedir(), path.slice(1)) : path;
 }
 
 // src/local/reports.ts
@@ -34177,7 +34203,7 @@ ${mapSection(map2, { image: "map.svg" })}` : ""}`
   return { report, chart };
 }
 async function readMap(dir) {
-  const text = await readFile(join4(dir, "map.json"), "utf8").catch(() => null);
+  const text = await readFile(join5(dir, "map.json"), "utf8").catch(() => null);
   if (text === null) return null;
   const map2 = parseMapRecord(text);
   return "problem" in map2 ? null : map2;
@@ -34186,7 +34212,7 @@ async function readMap(dir) {
 // src/agents/aider.ts
 import { isUtf8 as isUtf82 } from "node:buffer";
 import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
-import { dirname as dirname3, join as join5, resolve as resolve2 } from "node:path";
+import { dirname as dirname3, join as join6, resolve as resolve2 } from "node:path";
 
 // src/core/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -34527,20 +34553,20 @@ var aider = defineSpec({
     notProxied: "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it"
   },
   async resume(e, record2) {
-    const history = await readFrom(join5(e.contextDir, HISTORY_FILE), 0);
+    const history = await readFrom(join6(e.contextDir, HISTORY_FILE), 0);
     if (history.length === 0) return { unusable: `${HISTORY_FILE} is missing` };
     if (!isUtf82(history)) return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
     return { episodes: Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [] };
   },
   async start(e, saved) {
     const excluded = await excludeAiderFiles(e.workdir);
-    const history = join5(e.contextDir, HISTORY_FILE);
+    const history = join6(e.contextDir, HISTORY_FILE);
     const lines2 = [];
     const read2 = await followLog(e.logFile, (line) => lines2.push(line));
     return {
       args: [
         ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
-        ...["--input-history-file", join5(e.contextDir, "aider.input.history")],
+        ...["--input-history-file", join6(e.contextDir, "aider.input.history")],
         ...saved ? ["--restore-chat-history"] : [],
         ...["--no-gitignore", "--no-auto-commits", "--no-analytics", "--no-check-update", "--no-show-release-notes"],
         ...["--no-show-model-warnings", "--no-detect-urls", "--no-pretty", "--no-fancy-input"],
@@ -34708,7 +34734,7 @@ function aiderLog(text, out) {
 import { randomUUID } from "node:crypto";
 import { lstat as lstat3, mkdir as mkdir2, readdir as readdir3, realpath as realpath2, rename as rename2, rm } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join6 } from "node:path";
+import { join as join7 } from "node:path";
 
 // src/agents/transcript.ts
 function eachEvent(text, other, on2) {
@@ -34800,14 +34826,14 @@ var claudeCode = defineSpec({
     const text = (await readFrom(transcript, 0)).toString("utf8");
     const problem2 = transcriptProblem(text);
     if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
-    const from = join6(transcript, "..");
-    const to = join6(e.home, "projects", projectDirName(await realpath2(e.workdir)));
+    const from = join7(transcript, "..");
+    const to = join7(e.home, "projects", projectDirName(await realpath2(e.workdir)));
     if (from !== to && !await lstat3(to).catch(() => null)) await rename2(from, to);
     else if (from !== to)
       for (const name2 of [`${id}.jsonl`, id]) {
-        if (!await lstat3(join6(from, name2)).catch(() => null)) continue;
-        await rm(join6(to, name2), { recursive: true, force: true });
-        await rename2(join6(from, name2), join6(to, name2));
+        if (!await lstat3(join7(from, name2)).catch(() => null)) continue;
+        await rm(join7(to, name2), { recursive: true, force: true });
+        await rename2(join7(from, name2), join7(to, name2));
       }
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
@@ -34866,9 +34892,9 @@ var claudeCode = defineSpec({
   version: (log) => readStream(log).version
 });
 function claudeLogin(episodeHome) {
-  const home = process.env.CLAUDE_CONFIG_DIR || join6(homedir2(), ".claude");
+  const home = process.env.CLAUDE_CONFIG_DIR || join7(homedir2(), ".claude");
   const file2 = ".credentials.json";
-  return [{ from: join6(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join6(episodeHome, file2) }];
+  return [{ from: join7(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join7(episodeHome, file2) }];
 }
 function projectDirName(realCwd) {
   const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
@@ -34878,9 +34904,9 @@ function projectDirName(realCwd) {
   return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const dirs = await readdir3(join6(home, "projects")).catch(() => []);
+  const dirs = await readdir3(join7(home, "projects")).catch(() => []);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
-    const file2 = join6(home, "projects", dir, `${id}.jsonl`);
+    const file2 = join7(home, "projects", dir, `${id}.jsonl`);
     if ((await lstat3(file2).catch(() => null))?.isFile()) return file2;
   }
   return null;
@@ -35001,7 +35027,7 @@ function claudeEvent(out, e) {
 // src/agents/codex.ts
 import { mkdir as mkdir3, readdir as readdir4, rm as rm2, writeFile as writeFile2 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
-import { join as join7 } from "node:path";
+import { join as join8 } from "node:path";
 var rollout = () => ({
   threadId: null,
   model: null,
@@ -35053,7 +35079,7 @@ var codex = defineSpec({
   async start(e, saved) {
     if (saved) await pruneHome(e.home);
     await mkdir3(e.home, { recursive: true });
-    await writeFile2(join7(e.home, "config.toml"), configToml(e.env));
+    await writeFile2(join8(e.home, "config.toml"), configToml(e.env));
     const file2 = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
@@ -35125,8 +35151,8 @@ var codex = defineSpec({
 });
 var tally = (model, t) => t ? addUse({}, model, t) : {};
 function codexLogin(episodeHome) {
-  const home = process.env.CODEX_HOME || join7(homedir3(), ".codex");
-  return [{ from: join7(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join7(episodeHome, "auth.json") }];
+  const home = process.env.CODEX_HOME || join8(homedir3(), ".codex");
+  return [{ from: join8(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join8(episodeHome, "auth.json") }];
 }
 function configToml(env) {
   const lines2 = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
@@ -35147,12 +35173,12 @@ function configToml(env) {
 }
 async function pruneHome(home) {
   const derived2 = (await readdir4(home).catch(() => [])).filter((x) => x !== "sessions" && x !== "config.toml");
-  await Promise.all(derived2.map((x) => rm2(join7(home, x), { recursive: true, force: true })));
+  await Promise.all(derived2.map((x) => rm2(join8(home, x), { recursive: true, force: true })));
 }
 async function rolloutFiles(home) {
-  const entries = await readdir4(join7(home, "sessions"), { recursive: true }).catch(() => []);
+  const entries = await readdir4(join8(home, "sessions"), { recursive: true }).catch(() => []);
   const rollouts = entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x));
-  return rollouts.map((x) => join7(home, "sessions", x)).sort();
+  return rollouts.map((x) => join8(home, "sessions", x)).sort();
 }
 function rolloutThreadId(path) {
   const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
@@ -35296,7 +35322,7 @@ async function readUsage(file2) {
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir4, rm as rm3 } from "node:fs/promises";
-import { dirname as dirname4, join as join8 } from "node:path";
+import { dirname as dirname4, join as join9 } from "node:path";
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
@@ -35349,7 +35375,7 @@ var copilot = defineSpec({
     const id = saved?.sessionId ?? randomUUID2();
     const eventsFile = eventsPath(e.home, id);
     const offset = saved ? await sizeOf(eventsFile) : 0;
-    const usageOut = join8(dirname4(e.usageFile), "copilot-usage.json");
+    const usageOut = join9(dirname4(e.usageFile), "copilot-usage.json");
     await rm3(usageOut, { force: true });
     const capped = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd";
     const credits = capped ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
@@ -35365,7 +35391,7 @@ var copilot = defineSpec({
         ...["--allow-all-tools", "--no-ask-user", "--no-auto-update", "--output-format", "json"],
         ...["--usage-output-file", usageOut],
         // Its own logs go with the episode's other logs, not into the context carried onward.
-        ...["--log-dir", join8(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
+        ...["--log-dir", join9(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
         saved ? `--resume=${id}` : `--session-id=${id}`,
         ...e.agent.model ? ["--model", e.agent.model] : [],
         ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
@@ -35408,7 +35434,7 @@ var copilot = defineSpec({
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord(e.data) && e.data.content)
 });
-var eventsPath = (home, id) => join8(home, "session-state", id, "events.jsonl");
+var eventsPath = (home, id) => join9(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
   input: figure(u.inputTokens),
   cached: figure(u.cacheReadTokens),
@@ -35505,7 +35531,7 @@ import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readFile as readFile4, realpath as realpath3, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename3, dirname as dirname6, join as join10 } from "node:path";
+import { basename as basename3, dirname as dirname6, join as join11 } from "node:path";
 
 // src/io/logins.ts
 import { existsSync as existsSync2 } from "node:fs";
@@ -35540,17 +35566,17 @@ function anySet(names, env) {
 
 // src/agents/gemini-session.ts
 import { readdir as readdir5, stat as stat2 } from "node:fs/promises";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 async function* chatFiles(tmp, end) {
   for (const slug of await readdir5(tmp).catch(() => [])) {
-    const chats = join9(tmp, slug, "chats");
+    const chats = join10(tmp, slug, "chats");
     for (const name2 of await readdir5(chats).catch(() => []))
-      if (name2.startsWith("session-") && name2.endsWith(end)) yield join9(chats, name2);
+      if (name2.startsWith("session-") && name2.endsWith(end)) yield join10(chats, name2);
   }
 }
 async function sessionFiles(dir, id) {
   const found = [];
-  for await (const path of chatFiles(join9(dir, "tmp"), `-${id.slice(0, 8)}.jsonl`)) {
+  for await (const path of chatFiles(join10(dir, "tmp"), `-${id.slice(0, 8)}.jsonl`)) {
     const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
     const record2 = text === null ? null : readSession(text);
     if (record2 && (record2.sessionId === id || record2.sessionId === null)) found.push({ path, record: record2 });
@@ -35601,7 +35627,7 @@ function tokenUse({ input: input2, tool, cached: cached2, output: output2, thoug
 }
 async function contextTurns(contextDir, since, out) {
   let newest = null;
-  for await (const path of chatFiles(join9(contextDir, "home", ".gemini", "tmp"), ".jsonl")) {
+  for await (const path of chatFiles(join10(contextDir, "home", ".gemini", "tmp"), ".jsonl")) {
     const mtime = (await stat2(path).catch(() => null))?.mtimeMs ?? 0;
     if (!newest || mtime > newest.mtime) newest = { path, mtime };
   }
@@ -35670,21 +35696,21 @@ var gemini = defineSpec({
   },
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record2, id) {
-    const dir = join10(e.home, ".gemini");
+    const dir = join11(e.home, ".gemini");
     const files = await sessionFiles(dir, id);
     if (files.length === 0)
       return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
     const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
     if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
-    const chats = join10(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
+    const chats = join11(dir, "tmp", await projectSlug(dir, await realpath3(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
     for (const f2 of files) if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
-    if (dirname6(best.path) !== chats) await rename3(best.path, join10(chats, basename3(best.path)));
+    if (dirname6(best.path) !== chats) await rename3(best.path, join11(chats, basename3(best.path)));
     return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
-    const dir = join10(e.home, ".gemini");
+    const dir = join11(e.home, ".gemini");
     const id = saved?.sessionId ?? randomUUID3();
     await mkdir6(dir, { recursive: true });
     const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
@@ -35698,9 +35724,9 @@ var gemini = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       ide: { enabled: false }
     };
-    await writeFile4(join10(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile4(join11(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
-    await rm5(join10(dir, "projects.json.lock"), { recursive: true, force: true });
+    await rm5(join11(dir, "projects.json.lock"), { recursive: true, force: true });
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     return {
       args: [
@@ -35735,18 +35761,18 @@ var gemini = defineSpec({
   contextTranscript: contextTurns
 });
 function geminiLogin(episodeHome) {
-  const [from, to] = [join10(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join10(episodeHome, ".gemini")];
+  const [from, to] = [join11(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join11(episodeHome, ".gemini")];
   return [
-    { from: join10(from, "oauth_creds.json"), to: join10(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
-    { from: join10(from, "google_accounts.json"), to: join10(to, "google_accounts.json") }
+    { from: join11(from, "oauth_creds.json"), to: join11(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
+    { from: join11(from, "google_accounts.json"), to: join11(to, "google_accounts.json") }
   ];
 }
 async function projectSlug(dir, workdir) {
-  const registry2 = join10(dir, "projects.json");
+  const registry2 = join11(dir, "projects.json");
   const parsed = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
   const projects = isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {};
-  const bases = [join10(dir, "tmp"), join10(dir, "history")];
-  const owner = async (base, slug2) => (await readFile4(join10(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join11(dir, "tmp"), join11(dir, "history")];
+  const owner = async (base, slug2) => (await readFile4(join11(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -35756,9 +35782,9 @@ async function projectSlug(dir, workdir) {
   const folder = basename3(workdir).toLowerCase();
   const name2 = folder.match(/[a-z0-9]+/g)?.join("-") || "project";
   let slug = `ff-${name2}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join10(b, slug))); n++) slug = `ff-${name2}-${n}`;
-  await mkdir6(join10(dir, "tmp", slug), { recursive: true });
-  await writeFile4(join10(dir, "tmp", slug, ".project_root"), workdir);
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join11(b, slug))); n++) slug = `ff-${name2}-${n}`;
+  await mkdir6(join11(dir, "tmp", slug), { recursive: true });
+  await writeFile4(join11(dir, "tmp", slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registry2}.${randomUUID3()}.tmp`;
   await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
@@ -35834,7 +35860,7 @@ function geminiLog(text, out, other) {
 
 // src/agents/opencode.ts
 import { homedir as homedir5 } from "node:os";
-import { join as join11 } from "node:path";
+import { join as join12 } from "node:path";
 var DATA = "data";
 var opencode = defineSpec({
   kind: "opencode",
@@ -35906,7 +35932,7 @@ var opencode = defineSpec({
 });
 function opencodeEnv(e) {
   return {
-    XDG_DATA_HOME: join11(e.contextDir, DATA),
+    XDG_DATA_HOME: join12(e.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -35923,8 +35949,8 @@ function configContent(userConfig, maxTurns) {
   return { ...user, snapshot: false, autoupdate: false, share: "disabled", ...maxTurns ? { agent } : {} };
 }
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join11(homedir5(), ".local", "share");
-  return [{ from: join11(data, "opencode", "auth.json"), to: join11(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join12(homedir5(), ".local", "share");
+  return [{ from: join12(data, "opencode", "auth.json"), to: join12(contextDir, DATA, "opencode", "auth.json") }];
 }
 function parseConfig2(text) {
   try {
@@ -36015,7 +36041,7 @@ function inlineProviders(env, placeholder2) {
 // src/agents/qwen-code.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir6, realpath as realpath4, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { join as join13 } from "node:path";
 var tokensOf2 = (u) => ({
   input: figure(u.input_tokens),
   cached: figure(u.cache_read_input_tokens),
@@ -36051,14 +36077,14 @@ var qwenCode = defineSpec({
   },
   session: { id: UUID },
   async resume(e, record2, id) {
-    const projects = join12(e.home, "projects");
+    const projects = join13(e.home, "projects");
     const cwd = await realpath4(e.workdir);
-    const to = join12(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
+    const to = join13(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
     for (const dir of await readdir6(projects).catch(() => [])) {
-      const file2 = join12(projects, dir, "chats", `${id}.jsonl`);
+      const file2 = join13(projects, dir, "chats", `${id}.jsonl`);
       if (await sizeOf(file2) === 0) continue;
       await mkdir7(to, { recursive: true });
-      if (join12(to, `${id}.jsonl`) !== file2) await rename4(file2, join12(to, `${id}.jsonl`));
+      if (join13(to, `${id}.jsonl`) !== file2) await rename4(file2, join13(to, `${id}.jsonl`));
       const status = {
         schema_version: 1,
         pid: 0,
@@ -36068,7 +36094,7 @@ var qwenCode = defineSpec({
         started_at: Date.now(),
         qwen_version: null
       };
-      await writeFile5(join12(to, `${id}.runtime.json`), JSON.stringify(status));
+      await writeFile5(join13(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2.totals) ? record2.totals : null;
       return { id, baseline: t && { input: count(t.input), cached: count(t.cached), output: count(t.output) } };
     }
@@ -36083,7 +36109,7 @@ var qwenCode = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       telemetry: { enabled: false }
     };
-    await writeFile5(join12(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
+    await writeFile5(join13(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
     const auth = Object.entries(AUTH_TYPES).find(([key2]) => e.env[key2])?.[1];
     const tally2 = {};
@@ -36135,7 +36161,7 @@ var qwenCode = defineSpec({
 
 // src/agents/runner.ts
 import { mkdir as mkdir8, readdir as readdir7, rm as rm7, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 
 // src/io/egress-mask.ts
 import { createReadStream, createWriteStream as createWriteStream2 } from "node:fs";
@@ -36247,10 +36273,10 @@ async function openContext(contextDir, agent, resume) {
 }
 var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
 async function clear(dir) {
-  for (const e of await readdir7(dir)) await rm7(join13(dir, e), { recursive: true, force: true });
+  for (const e of await readdir7(dir)) await rm7(join14(dir, e), { recursive: true, force: true });
 }
 async function readRecord2(contextDir, kind) {
-  const text = await readRegular(join13(contextDir, RECORD_FILE));
+  const text = await readRegular(join14(contextDir, RECORD_FILE));
   if (text === null) return { unusable: `${RECORD_FILE} is missing` };
   let v;
   try {
@@ -36266,7 +36292,7 @@ async function readRecord2(contextDir, kind) {
 async function runSession(spec, agent, s) {
   const started = awakeNow();
   const executable = agent.command ?? spec.cli?.executable ?? "";
-  const e = { ...s, agent, executable, home: join13(s.contextDir, "home") };
+  const e = { ...s, agent, executable, home: join14(s.contextDir, "home") };
   const notes = [];
   let saved = null;
   const resume = spec.resume;
@@ -36338,7 +36364,7 @@ async function withoutKeys(o, logFile, keys) {
   };
 }
 async function writeRecord(contextDir, kind, record2) {
-  await writeFile6(join13(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
+  await writeFile6(join14(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
 `);
 }
 async function attempt(spec, e, saved, timeoutMs) {
@@ -36770,7 +36796,7 @@ function templateProblem(config2, templates) {
 
 // src/worker/episode.ts
 import { writeFile as writeFile13 } from "node:fs/promises";
-import { join as join22 } from "node:path";
+import { join as join23 } from "node:path";
 
 // src/core/charge.ts
 function chargeFor(c) {
@@ -36823,7 +36849,7 @@ function round(x) {
 
 // src/worker/episode-agent.ts
 import { appendFile, mkdir as mkdir9, writeFile as writeFile9 } from "node:fs/promises";
-import { join as join17 } from "node:path";
+import { join as join18 } from "node:path";
 
 // src/worker/agent-tries.ts
 import { rm as rm8 } from "node:fs/promises";
@@ -36982,7 +37008,7 @@ import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as r
 
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile7 } from "node:fs/promises";
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
 'use strict';
 const net = require('node:net');
@@ -37027,7 +37053,7 @@ function run() {
 }
 `;
 async function writeForwarder(dir) {
-  const script = join14(dir, "forwarder.cjs");
+  const script = join15(dir, "forwarder.cjs");
   await writeFile7(script, SOURCE);
   await chmod(script, 420);
   return script;
@@ -37047,7 +37073,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-upstream.ts
@@ -37248,7 +37274,7 @@ async function startEgressProxy(o) {
       server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
       server.on("connection", (s) => out.track(s));
       server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join15(o.socketDir, `${name2}.sock`) : null);
+      listeners[name2] = await listen(server, o.socketDir ? join16(o.socketDir, `${name2}.sock`) : null);
     }
   } catch (e) {
     await close();
@@ -37701,7 +37727,7 @@ function withoutCredentials(value) {
 import { randomBytes as randomBytes2 } from "node:crypto";
 import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer as createServer2 } from "node:http";
-import { join as join16 } from "node:path";
+import { join as join17 } from "node:path";
 
 // src/core/score.ts
 function parseScore(stdout, keptChars = null) {
@@ -37960,7 +37986,7 @@ ${withoutJudgeOnly(args.config)}` : "";
 async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
-  const socket = join16(socketDir, "grade.sock");
+  const socket = join17(socketDir, "grade.sock");
   await new Promise((resolve10, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve10);
@@ -37969,8 +37995,8 @@ async function listenInTmp(server) {
   return { socketDir, socket };
 }
 async function writeClient(box, socket, secret) {
-  const client = join16(box, "grade-client.mjs");
-  const command2 = join16(box, "grade");
+  const client = join17(box, "grade-client.mjs");
+  const command2 = join17(box, "grade");
   await writeFile8(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -38044,10 +38070,10 @@ async function prepareBox(job) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir9(dir, { recursive: true });
-  const promptFile = join17(box, "prompt.md");
+  for (const dir of [join18(box, "home"), join18(box, "tmp"), job.scratchDir]) await mkdir9(dir, { recursive: true });
+  const promptFile = join18(box, "prompt.md");
   await writeFile9(promptFile, job.prompt);
-  const home = { HOME: join17(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join17(box, "tmp") };
+  const home = { HOME: join18(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join18(box, "tmp") };
   return {
     box,
     promptFile,
@@ -38080,7 +38106,7 @@ async function startServices(job, b, stopForBudget) {
       confine: {
         sandbox,
         confinement: {
-          ...graderConfinement(places.workspace, join17(b.box, "tmp"), places, config2, b.source, [places.context]),
+          ...graderConfinement(places.workspace, join18(b.box, "tmp"), places, config2, b.source, [places.context]),
           // No network, whatever grader.network says: the agent's own goes through its proxy only.
           network: false,
           account
@@ -38136,7 +38162,7 @@ async function runAgentStep(job, b) {
         prompt: job.prompt,
         promptFile: b.promptFile,
         contextDir: places.context,
-        usageFile: join17(b.box, "usage.json"),
+        usageFile: join18(b.box, "usage.json"),
         logFile: agentLog,
         gradeCommand: grading.command,
         allowance: episode2.allowance,
@@ -38175,11 +38201,11 @@ async function runAgentStep(job, b) {
 
 // src/worker/episode-result.ts
 import { lstat as lstat7 } from "node:fs/promises";
-import { join as join19 } from "node:path";
+import { join as join20 } from "node:path";
 
 // src/worker/cleanroom.ts
 import { appendFile as appendFile2, copyFile, lstat as lstat5, mkdir as mkdir10, readdir as readdir9, rm as rm12, stat as stat4, utimes, writeFile as writeFile10 } from "node:fs/promises";
-import { dirname as dirname8, join as join18 } from "node:path";
+import { dirname as dirname8, join as join19 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding -export-subst -export-ignore\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
@@ -38211,10 +38237,10 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir10(join18(this.gitDir, "info")).catch((e) => {
+    await mkdir10(join19(this.gitDir, "info")).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
-    await writeFile10(join18(this.gitDir, "info", "attributes"), AS_IS2);
+    await writeFile10(join19(this.gitDir, "info", "attributes"), AS_IS2);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -38241,17 +38267,17 @@ async function checkoutInto(own3, commit, dir, index, branch, borrowed = own3.ob
   await own3.asIs();
   await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join18(dir, ".git");
+  const dotGit = join19(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile10(join18(dotGit, "objects", "info", "alternates"), `${borrowed}
+  await writeFile10(join19(dotGit, "objects", "info", "alternates"), `${borrowed}
 `);
-  await mkdir10(join18(dotGit, "refs", "heads", dirname8(branch)), { recursive: true });
-  await writeFile10(join18(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir10(join19(dotGit, "refs", "heads", dirname8(branch)), { recursive: true });
+  await writeFile10(join19(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile10(join18(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile10(join19(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile2(join18(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join18(dotGit, "index"));
+  await appendFile2(join19(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join19(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile(from, to);
@@ -38298,7 +38324,7 @@ async function untrackedPaths(own3, dir, index, o = {}) {
 }
 async function rewriteFiles(own3, dir, index, files) {
   if (files.length === 0) return;
-  for (const f2 of files) await rm12(join18(dir, f2), { recursive: true, force: true });
+  for (const f2 of files) await rm12(join19(dir, f2), { recursive: true, force: true });
   await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -38309,10 +38335,10 @@ function excludePatterns(paths) {
 async function writeTracked(own3, dir, index, path, text) {
   const parts = path.split("/");
   for (let i = 1; i < parts.length; i++) {
-    const s2 = await lstat5(join18(dir, ...parts.slice(0, i))).catch(() => null);
+    const s2 = await lstat5(join19(dir, ...parts.slice(0, i))).catch(() => null);
     if (s2 && !s2.isDirectory()) return null;
   }
-  const s = await lstat5(join18(dir, path)).catch(() => null);
+  const s = await lstat5(join19(dir, path)).catch(() => null);
   if (s && !s.isFile()) return null;
   const tree = await writeIndexed(own3, index, path, text);
   await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
@@ -38519,7 +38545,7 @@ async function addLosersSection(job) {
   if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
     return { tree: await baseTree(), note: why("it is a protected path") };
   const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
-  const size = (await lstat7(join19(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  const size = (await lstat7(join20(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
   if (journal === null || journal === "" && size > 0)
     return { tree: await baseTree(), note: why("it is too large or not a file") };
   const text = withSection(journal, job.journalSection);
@@ -38551,7 +38577,7 @@ async function commitResult(job, snap, made, started) {
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join19(job.scratchDir, "snapshot.index"), job.episode.base);
+  const snap = await baseSnapshot(job.own, join20(job.scratchDir, "snapshot.index"), job.episode.base);
   const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
   return commitResult(
     job,
@@ -38587,17 +38613,17 @@ function seconds3(s) {
 
 // src/worker/judge.ts
 import { lstat as lstat8, mkdir as mkdir13 } from "node:fs/promises";
-import { join as join21 } from "node:path";
+import { join as join22 } from "node:path";
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants4 } from "node:fs";
 import { appendFile as appendFile3, cp, mkdir as mkdir12, readdir as readdir10, readFile as readFile5, rename as rename6, rm as rm14, stat as stat5, writeFile as writeFile12 } from "node:fs/promises";
-import { dirname as dirname9, join as join20 } from "node:path";
+import { dirname as dirname9, join as join21 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir12(join20(o.tmp, "home"), { recursive: true });
+  await mkdir12(join21(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = awakeNow();
   const deadline = started + setup.timeout * 1e3;
@@ -38648,7 +38674,7 @@ function setupEnv(source, config2) {
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join20(o.scratchDir, "setup.exclude");
+  const excludes = join21(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
     await writeFile12(excludes, `${patterns}${NEVER_RECORDED}`);
@@ -38662,7 +38688,7 @@ async function prepareWorkspace(o) {
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join20(o.scratchDir, "setup-tmp"),
+      tmp: join21(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
@@ -38726,17 +38752,17 @@ var SetupCache = class {
    */
   async restore(key2, workspace) {
     this.wanted.add(key2);
-    const entry = join20(this.dir, key2);
-    const manifest = await readFile5(join20(entry, "manifest.json"), "utf8").catch(() => null);
+    const entry = join21(this.dir, key2);
+    const manifest = await readFile5(join21(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir12(dirname9(join20(workspace, path)), { recursive: true });
-        copied.push(join20(workspace, path));
-        await cp(join20(entry, "files", path), join20(workspace, path), COPY);
+        await mkdir12(dirname9(join21(workspace, path)), { recursive: true });
+        copied.push(join21(workspace, path));
+        await cp(join21(entry, "files", path), join21(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -38770,20 +38796,20 @@ var SetupCache = class {
    */
   async prune() {
     const names = await readdir10(this.dir).catch(() => []);
-    for (const name2 of names) if (!this.wanted.has(name2)) await removeTree(join20(this.dir, name2));
+    for (const name2 of names) if (!this.wanted.has(name2)) await removeTree(join21(this.dir, name2));
     this.wanted.clear();
   }
   async keep(key2, episode2, paths, workspace) {
-    const entry = join20(this.dir, key2);
-    if (await exists(join20(entry, "manifest.json"))) return;
-    const tmp = join20(this.dir, `.${key2}.${randomBytes4(4).toString("hex")}`);
+    const entry = join21(this.dir, key2);
+    if (await exists(join21(entry, "manifest.json"))) return;
+    const tmp = join21(this.dir, `.${key2}.${randomBytes4(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir12(dirname9(join20(tmp, "files", path)), { recursive: true });
-        await cp(join20(workspace, path), join20(tmp, "files", path), COPY);
+        await mkdir12(dirname9(join21(tmp, "files", path)), { recursive: true });
+        await cp(join21(workspace, path), join21(tmp, "files", path), COPY);
       }
-      await writeFile12(join20(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await writeFile12(join21(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
       await rm14(entry, { recursive: true, force: true });
       await rename6(tmp, entry);
     } finally {
@@ -38838,16 +38864,16 @@ async function judge(job, tree, env, swept) {
 }
 async function judgeBench(job, tree) {
   const { config: config2, places, isolation } = job;
-  const dir = join21(job.scratchDir, "judge");
-  const tmp = join21(job.scratchDir, "judge-tmp");
-  const index = join21(job.scratchDir, "judge.index");
+  const dir = join22(job.scratchDir, "judge");
+  const tmp = join22(job.scratchDir, "judge-tmp");
+  const index = join22(job.scratchDir, "judge.index");
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
     });
     throw e;
   });
   await removeTree(tmp);
-  await mkdir13(join21(tmp, "home"), { recursive: true });
+  await mkdir13(join22(tmp, "home"), { recursive: true });
   const agentPlaces = [
     places.workspace,
     places.context,
@@ -38886,7 +38912,7 @@ async function madeAtProtectedPaths(b) {
 var UNLISTABLE = "more than 10 MB of special files or git redirects, or 64 MB of new paths";
 async function setupInJudge(b, swept) {
   const { job, dir, index, source } = b;
-  const setupTmp = join21(job.scratchDir, "judge-setup-tmp");
+  const setupTmp = join22(job.scratchDir, "judge-setup-tmp");
   const run2 = await runSetup({
     config: job.config,
     dir,
@@ -38905,7 +38931,7 @@ async function setupInJudge(b, swept) {
   if (made === null || nested === null)
     return { log, failure: `setup left more in the checkout than forkflush can list (${UNLISTABLE})` };
   const planted = [...made, ...nested.filter((p) => matchesAny(p, b.protectedGlobs))];
-  for (const p of planted) await removeTree(join21(dir, p));
+  for (const p of planted) await removeTree(join22(dir, p));
   if (planted.length > 0)
     log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})
 `;
@@ -38938,7 +38964,7 @@ async function writtenUnderProtected(b, swept) {
 async function folderStamps(dir, folders) {
   const stamps = /* @__PURE__ */ new Map();
   for (const f2 of folders) {
-    const s = await lstat8(join21(dir, f2), { bigint: true }).catch(() => null);
+    const s = await lstat8(join22(dir, f2), { bigint: true }).catch(() => null);
     stamps.set(f2, s?.isDirectory() ? `${s.ino}:${s.ctimeNs}` : null);
   }
   return stamps;
@@ -39078,7 +39104,7 @@ async function setupStep(job, b) {
         confinement: {
           ...setupConfinement(
             places.workspace,
-            join22(job.scratchDir, "setup-tmp"),
+            join23(job.scratchDir, "setup-tmp"),
             places,
             config2,
             b.source,
@@ -39106,7 +39132,7 @@ async function setupStep(job, b) {
 }
 async function recordStep(job, b, excludes, startTree) {
   const { config: config2, episode: episode2, places } = job;
-  const snapshotIndex = join22(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join23(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
     job.own,
@@ -39523,18 +39549,18 @@ async function runPool(items, limit, task) {
 // src/local/start.ts
 import { randomInt } from "node:crypto";
 import { appendFile as appendFile4, chmod as chmod5, mkdir as mkdir20, mkdtemp as mkdtemp4, readFile as readFile11, realpath as realpath8, rm as rm19, stat as stat11 } from "node:fs/promises";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname14, join as join31, relative as relative5, resolve as resolve8, sep as sep3 } from "node:path";
+import { tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname14, join as join32, relative as relative5, resolve as resolve8, sep as sep3 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir15, readFile as readFile7, realpath as realpath5, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute7, join as join24, resolve as resolve5 } from "node:path";
+import { dirname as dirname10, isAbsolute as isAbsolute7, join as join25, resolve as resolve5 } from "node:path";
 
 // src/local/round-objects.ts
 import { link, mkdir as mkdir14, readdir as readdir11, readFile as readFile6, rename as rename7, rm as rm15, writeFile as writeFile14 } from "node:fs/promises";
-import { isAbsolute as isAbsolute6, join as join23, resolve as resolve4 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join24, resolve as resolve4 } from "node:path";
 async function roundObjects(root, round2, fill) {
-  const dir = join23(root, `round-${round2}`);
+  const dir = join24(root, `round-${round2}`);
   if (await readdir11(dir).catch(() => null) !== null) return { dir };
   const partial2 = `${dir}.partial`;
   try {
@@ -39553,7 +39579,7 @@ async function roundObjects(root, round2, fill) {
 }
 var linkObjects = (objects) => (dir) => linkTree(objects, dir, objects);
 async function dropRoundObjects(root, round2) {
-  for (const dir of [join23(root, `round-${round2}`), join23(root, `round-${round2}.partial`)])
+  for (const dir of [join24(root, `round-${round2}`), join24(root, `round-${round2}.partial`)])
     await rm15(dir, { recursive: true, force: true });
 }
 async function linkTree(from, to, objects) {
@@ -39564,10 +39590,10 @@ async function linkTree(from, to, objects) {
   });
   await Promise.all(
     entries.map(async (e) => {
-      const [src, dst] = [join23(from, e.name), join23(to, e.name)];
+      const [src, dst] = [join24(from, e.name), join24(to, e.name)];
       if (/^(?:tmp_|incoming-)/.test(e.name)) return;
       if (e.isDirectory()) return linkTree(src, dst, objects);
-      if (src === join23(objects, "info", "alternates")) {
+      if (src === join24(objects, "info", "alternates")) {
         const lines2 = (await readFile6(src, "utf8")).split("\n").map((l) => l.trim());
         const paths = lines2.filter((l) => l !== "" && !l.startsWith("#"));
         return writeFile14(dst, paths.map((l) => isAbsolute6(l) ? l : resolve4(objects, l)).join("\n"));
@@ -39603,8 +39629,8 @@ var LocalForge = class {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath5(isAbsolute7(common) ? common : resolve5(this.repo, common));
-      const objects = join24(commonDir, "objects");
-      const alternates = (await readFile7(join24(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute7(l) ? l : resolve5(objects, l));
+      const objects = join25(commonDir, "objects");
+      const alternates = (await readFile7(join25(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute7(l) ? l : resolve5(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -39648,7 +39674,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join24(scratchDir, "checkout.index");
+    const checkoutIndex = join25(scratchDir, "checkout.index");
     const borrowed = await this.roundObjects(state, e.round);
     const objects = "dir" in borrowed ? borrowed.dir : own3.objects;
     await checkoutInto(own3, e.base, workspace, checkoutIndex, branch, objects);
@@ -39674,7 +39700,7 @@ var LocalForge = class {
     const places = {
       workspace,
       context,
-      box: join24(scratchDir, "box"),
+      box: join25(scratchDir, "box"),
       objects: [objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
@@ -39690,8 +39716,8 @@ var LocalForge = class {
       const begun = episodes.some((e) => e.result || e.interruptedSpent !== void 0 || e.unfinishedStarts);
       const bases = [...new Set(episodes.map((e) => e.base))];
       const packBases = async (dir) => {
-        await mkdir15(join24(dir, "pack"), { recursive: true });
-        await own3.exec(["pack-objects", "--revs", "--quiet", join24(dir, "pack", "pack")], {
+        await mkdir15(join25(dir, "pack"), { recursive: true });
+        await own3.exec(["pack-objects", "--revs", "--quiet", join25(dir, "pack", "pack")], {
           input: `${bases.join("\n")}
 `
         });
@@ -39803,7 +39829,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own3, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    const index = join24(this.store.scratch(name2), "checkout.index");
+    const index = join25(this.store.scratch(name2), "checkout.index");
     await checkoutInto(own3, commit, dir, index);
     try {
       const places = {
@@ -39826,21 +39852,21 @@ async function exists2(path) {
 
 // src/local/initial-grade.ts
 import { cp as cp3, lstat as lstat9, mkdir as mkdir17, rm as rm17 } from "node:fs/promises";
-import { dirname as dirname11, join as join27 } from "node:path";
+import { dirname as dirname11, join as join28 } from "node:path";
 
 // src/local/grader-reads.ts
 import { readdir as readdir12, readFile as readFile8, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join25, relative as relative3 } from "node:path";
+import { join as join26, relative as relative3 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
   const entries = await readdir12(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join25(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  return entries.filter((e) => e.isFile()).map((e) => relative3(dir, join26(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
   for (const f2 of files) {
-    const path = join25(dir, f2);
+    const path = join26(dir, f2);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -39853,7 +39879,7 @@ async function whileWatchingReads(dir, files, grade) {
   const first = marked[0];
   let recorded = false;
   if (first) {
-    const path = join25(dir, first.file);
+    const path = join26(dir, first.file);
     await readFile8(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
@@ -39862,7 +39888,7 @@ async function whileWatchingReads(dir, files, grade) {
   const result = await grade();
   const read2 = [];
   for (const m of marked) {
-    const path = join25(dir, m.file);
+    const path = join26(dir, m.file);
     const s = await stat7(path).catch(() => null);
     if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
@@ -39873,7 +39899,7 @@ async function whileWatchingReads(dir, files, grade) {
 
 // src/local/store.ts
 import { chmod as chmod4, link as link2, mkdir as mkdir16, open as open3, readdir as readdir13, readFile as readFile9, rename as rename8, rm as rm16, unlink as unlink2, writeFile as writeFile15 } from "node:fs/promises";
-import { join as join26 } from "node:path";
+import { join as join27 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -39881,10 +39907,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join26(taskDir, RUNS_FOLDER);
+    return join27(taskDir, RUNS_FOLDER);
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join26(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join27(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -39892,7 +39918,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile9(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile9(join27(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -39901,7 +39927,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join26(this.dir, ...parts);
+    return join27(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -40111,14 +40137,14 @@ async function gradeInitial(config2, dir, places, isolation, scratch, source, ch
   );
 }
 async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source, checkout]) {
-  const tmp = join27(scratch, "tmp");
-  await mkdir17(join27(tmp, "home"), { recursive: true });
+  const tmp = join28(scratch, "tmp");
+  await mkdir17(join28(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   const judged2 = { objects: [], private: places.private };
   const confine = (confinement) => sandbox ? { sandbox, confinement: { ...confinement(), account } } : void 0;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join27(scratch, "setup-tmp");
+    const setupTmp = join28(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -40174,12 +40200,12 @@ async function gradeWorkingTree(config2, repo, store, isolation, env) {
   try {
     let bytes = 0;
     for (const f2 of files) {
-      const s = await lstat9(join27(repo, f2)).catch(() => null);
+      const s = await lstat9(join28(repo, f2)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX_BYTES) return null;
-      await mkdir17(dirname11(join27(dir, f2)), { recursive: true });
-      await cp3(join27(repo, f2), join27(dir, f2), { preserveTimestamps: true });
+      await mkdir17(dirname11(join28(dir, f2)), { recursive: true });
+      await cp3(join28(repo, f2), join28(dir, f2), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
@@ -40208,13 +40234,13 @@ function uncommittedGraderInputs(committed, working) {
 
 // src/local/preflight.ts
 import { readdir as readdir14, realpath as realpath6, stat as stat9 } from "node:fs/promises";
-import { isAbsolute as isAbsolute9, join as join29, resolve as resolve7 } from "node:path";
+import { isAbsolute as isAbsolute9, join as join30, resolve as resolve7 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
 import { mkdir as mkdir18, mkdtemp as mkdtemp3, readlink, rm as rm18, stat as stat8 } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname as dirname12, isAbsolute as isAbsolute8, join as join28, relative as relative4, resolve as resolve6 } from "node:path";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname12, isAbsolute as isAbsolute8, join as join29, relative as relative4, resolve as resolve6 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -40227,23 +40253,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp3(join28(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join29(tmpdir2(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join28(dir, "workspace"),
-      context: join28(dir, "context"),
-      box: join28(dir, "box"),
+      workspace: join29(dir, "workspace"),
+      context: join29(dir, "context"),
+      box: join29(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join28(places.box, "tmp")]) await mkdir18(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join29(places.box, "tmp")]) await mkdir18(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = role.confine === "grader" ? await linkedOut(v.repo) : [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join28(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join29(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join29(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -40298,9 +40324,9 @@ async function linkedOut(repo) {
   const out = [];
   for (const link3 of links) {
     if (out.length >= LINKS_PROBED_MAX) break;
-    const target = await readlink(join28(repo, link3)).catch(() => null);
+    const target = await readlink(join29(repo, link3)).catch(() => null);
     if (target === null) continue;
-    const abs = resolve6(dirname12(join28(repo, link3)), target);
+    const abs = resolve6(dirname12(join29(repo, link3)), target);
     if (isInside(abs, repo) && !isAbsolute8(target)) continue;
     const s = await stat8(abs).catch(() => null);
     if (s)
@@ -40455,7 +40481,7 @@ commit them (git add, git commit), then run again`
       problems.push(
         `${key2}: ${file2}, the file \`${command2}\` runs, is ignored by git, so no episode's checkout has it: ${IGNORED_FIX}`
       );
-    else if (!await stat9(join29(p.repo, file2)).catch(() => null))
+    else if (!await stat9(join30(p.repo, file2)).catch(() => null))
       problems.push(
         `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
       );
@@ -40503,8 +40529,8 @@ async function objectsUnreadable(repo) {
   const r = await new Git(repo).exec(["rev-parse", "--git-path", "objects"], { check: false });
   if (r.exitCode !== 0) return null;
   const objects = resolve7(repo, r.stdout.trim());
-  const packs = await readdir14(join29(objects, "pack")).catch(() => []);
-  const paths = [objects, join29(objects, "pack"), ...packs.map((f2) => join29(objects, "pack", f2))];
+  const packs = await readdir14(join30(objects, "pack")).catch(() => []);
+  const paths = [objects, join30(objects, "pack"), ...packs.map((f2) => join30(objects, "pack", f2))];
   for (const path of paths) {
     const s = await stat9(path).catch(() => null);
     const needs = s?.isDirectory() ? 5 : 4;
@@ -40518,7 +40544,7 @@ async function showsPrivate(config2, privatePlaces) {
   const places = await Promise.all(privatePlaces.map(real2));
   const repo = places[0];
   const common = (await new Git(repo).exec(["rev-parse", "--git-common-dir"], { check: false })).stdout.trim();
-  const gitDirs = [join29(repo, ".git"), ...common ? [await real2(resolve7(repo, common))] : []];
+  const gitDirs = [join30(repo, ".git"), ...common ? [await real2(resolve7(repo, common))] : []];
   const inner = [...places.slice(1), ...gitDirs];
   const problems = [];
   for (const key2 of ["read", "write"]) {
@@ -40532,7 +40558,7 @@ async function showsPrivate(config2, privatePlaces) {
         );
       else if (held)
         problems.push(
-          `sandbox.${key2}: ${entry} holds ${held === repo ? "the repository" : gitDirs.includes(held) ? "the repository's git folder" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): name the folders inside it the agent needs${held === repo ? ` (a folder of the repository is fine, such as ${join29(held, "data")})` : ""}`
+          `sandbox.${key2}: ${entry} holds ${held === repo ? "the repository" : gitDirs.includes(held) ? "the repository's git folder" : "forkflush's runs folder"} ${held}, which the sandbox hides from the agent (the runs' records and seal keys, every episode's workspace): name the folders inside it the agent needs${held === repo ? ` (a folder of the repository is fine, such as ${join30(held, "data")})` : ""}`
         );
     }
   }
@@ -40604,7 +40630,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join29(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join30(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -40643,7 +40669,7 @@ async function missingProgram(key2, command2, p) {
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
   if (first.includes("/")) {
-    const file2 = isAbsolute9(first) ? first : join29(p.repo, first);
+    const file2 = isAbsolute9(first) ? first : join30(p.repo, first);
     if (await isExecutable(file2)) return null;
     const exists3 = await stat9(file2).then(
       () => true,
@@ -40661,7 +40687,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute9(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join29(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute9(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join30(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
@@ -40672,10 +40698,10 @@ async function onPath(name2, path) {
 // src/local/run-place.ts
 import { constants as constants5 } from "node:fs";
 import { access as access2, readFile as readFile10, realpath as realpath7, stat as stat10 } from "node:fs/promises";
-import { tmpdir as tmpdir2 } from "node:os";
+import { tmpdir as tmpdir3 } from "node:os";
 async function runPlaceProblems(taskDir) {
   const problems = [];
-  const temp = tmpdir2();
+  const temp = tmpdir3();
   const named = process.env.TMPDIR ? `TMPDIR (${temp})` : `the temp folder ${temp}`;
   const tempDir = await stat10(temp).catch(() => null);
   if (!tempDir?.isDirectory()) problems.push(`${named} is not a folder: create it, or set TMPDIR to one`);
@@ -40709,7 +40735,7 @@ function mountOf(mountinfo, path) {
 
 // src/local/task-copy.ts
 import { cp as cp4, lstat as lstat10, mkdir as mkdir19, readdir as readdir15, writeFile as writeFile16 } from "node:fs/promises";
-import { dirname as dirname13, join as join30 } from "node:path";
+import { dirname as dirname13, join as join31 } from "node:path";
 var NEVER_COPIED = /* @__PURE__ */ new Set([RUNS_FOLDER, ".git", "node_modules"]);
 async function copyTask(taskDir, repo, warnings) {
   const left = await copyTaskFiles(taskDir, repo);
@@ -40719,8 +40745,8 @@ async function copyTask(taskDir, repo, warnings) {
     );
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
-  await mkdir19(join30(repo, ".git", "info"), { recursive: true });
-  await writeFile16(join30(repo, ".git", "info", "attributes"), AS_IS2);
+  await mkdir19(join31(repo, ".git", "info"), { recursive: true });
+  await writeFile16(join31(repo, ".git", "info", "attributes"), AS_IS2);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
 }
@@ -40736,8 +40762,8 @@ async function copyTaskFiles(taskDir, to) {
   const entries = await enclosingRepositoryTakes(taskDir) ?? await readdir15(taskDir);
   for (const entry of entries) {
     if (NEVER_COPIED.has(entry.split("/")[0] ?? "")) continue;
-    await mkdir19(dirname13(join30(to, entry)), { recursive: true });
-    await cp4(join30(taskDir, entry), join30(to, entry), { recursive: true, filter, verbatimSymlinks: true });
+    await mkdir19(dirname13(join31(to, entry)), { recursive: true });
+    await cp4(join31(taskDir, entry), join31(to, entry), { recursive: true, filter, verbatimSymlinks: true });
   }
   return left;
 }
@@ -40749,7 +40775,7 @@ async function enclosingRepositoryTakes(dir) {
   const paths = listed.stdout.split("\0").filter(Boolean);
   const present = await Promise.all(
     paths.map(
-      (p) => lstat10(join30(dir, p)).then(
+      (p) => lstat10(join31(dir, p)).then(
         () => p,
         () => null
       )
@@ -40761,7 +40787,7 @@ async function enclosingRepositoryTakes(dir) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve8(configFile ?? join31(dir, CONFIG_PATH));
+  const file2 = resolve8(configFile ?? join32(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile11(file2, "utf8");
@@ -40775,7 +40801,7 @@ async function loadConfig(dir, configFile, overrides) {
       );
     const above = configFile ? null : await configAbove(dir);
     for (const name2 of configFile ? [] : CONFIG_MISNAMED)
-      if (await isFile(join31(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
+      if (await isFile(join32(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
     if (above)
       throw new UserError(
         `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
@@ -40788,7 +40814,7 @@ async function loadConfig(dir, configFile, overrides) {
 }
 async function configAbove(dir) {
   for (let d = dirname14(resolve8(dir)); d !== dirname14(d); d = dirname14(d))
-    if (await isFile(join31(d, CONFIG_PATH))) return d;
+    if (await isFile(join32(d, CONFIG_PATH))) return d;
   return null;
 }
 var isFile = (path) => stat11(path).then(
@@ -40869,7 +40895,7 @@ async function startRun(o) {
 }
 async function checkRepository(o, r, warnings) {
   const { taskDir, repo, scratch, config: config2, configFile } = r;
-  const rel = relative5(repo, scratch ? join31(repo, relative5(taskDir, configFile)) : configFile);
+  const rel = relative5(repo, scratch ? join32(repo, relative5(taskDir, configFile)) : configFile);
   const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep3) ? null : rel;
   const isolation = await isolationFor(config2.sandbox.mode);
   const { problems, notes } = await preflight({
@@ -40955,7 +40981,7 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join31(tmpdir3(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join32(tmpdir4(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -41028,7 +41054,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve8(top, r.stdout.trim());
   const text = await readFile11(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(`${RUNS_FOLDER}/`)) return;
-  await mkdir20(join31(file2, ".."), { recursive: true });
+  await mkdir20(join32(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 ${RUNS_FOLDER}/
 `);
@@ -41040,12 +41066,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join32(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join32(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join33(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join33(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join32(dir, "report.md"),
+    join33(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -41101,7 +41127,7 @@ var CompareRuns = class {
   /** The manifest, saved one write at a time. */
   save() {
     const { m, dir } = this.c;
-    this.saving = this.saving.then(() => writeAtomic(join32(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    this.saving = this.saving.then(() => writeAtomic(join33(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return this.saving;
   }
@@ -41197,7 +41223,7 @@ var CompareRuns = class {
     }
     if (open4) return open4;
     const variant = m.variants.find((v) => v.name === e.variant);
-    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join32(dir, `variant-${variant.name}.yml`);
+    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join33(dir, `variant-${variant.name}.yml`);
     open4 = await adopt(taskDir, m, e, configFile);
     if (!open4) {
       const start2 = this.startLock.then(
@@ -41298,7 +41324,7 @@ async function chooseCompare(o) {
     const ran = same ? void 0 : done.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (ran)
       o.log(
-        `note: ${o.kind} ${ran.id} ran this plan to its end (${join33(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
+        `note: ${o.kind} ${ran.id} ran this plan to its end (${join34(RunStore.runsDir(taskDir), ran.id, "results.json")}); this is a new ${o.kind}${o.seed === void 0 ? ", with new seeds" : ""}, spending its budget again`
       );
   }
   const problems = checkVariants(manifest);
@@ -41310,11 +41336,11 @@ async function chooseCompare(o) {
 }
 async function dryRunCompare(o, c) {
   const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
-  const folder = join33(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join34(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join33(tmpdir4(), "forkflush-variant-"));
-  const configFile = scratch ? join33(scratch, `variant-${first?.name}.yml`) : file2;
+  const scratch = text === null ? null : await mkdtemp5(join34(tmpdir5(), "forkflush-variant-"));
+  const configFile = scratch ? join34(scratch, `variant-${first?.name}.yml`) : file2;
   if (scratch && text !== null) await writeFile17(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
@@ -41337,11 +41363,11 @@ async function runCompare(o) {
     await mkdir21(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join33(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join34(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile17(join33(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile17(join34(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   const states = /* @__PURE__ */ new Map();
@@ -41387,7 +41413,7 @@ async function compares(taskDir, kind, resuming) {
   const out = [];
   const done = [];
   for (const name2 of names) {
-    const file2 = join33(root, name2, "compare.json");
+    const file2 = join34(root, name2, "compare.json");
     const text = await readFile12(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -41407,7 +41433,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir21(join33(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir21(join34(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -41564,12 +41590,12 @@ no other run was started: fix it, then start a new ${kind}
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir22, readFile as readFile13, rm as rm21, stat as stat12, writeFile as writeFile18 } from "node:fs/promises";
-import { dirname as dirname15, join as join34, relative as relative7, resolve as resolve9 } from "node:path";
+import { dirname as dirname15, join as join35, relative as relative7, resolve as resolve9 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
 // src/cli/action-pin.ts
-import { tmpdir as tmpdir5 } from "node:os";
+import { tmpdir as tmpdir6 } from "node:os";
 var ACTION_PIN_TIMEOUT_MS = 2e4;
 async function pinAction(action, env) {
   const at = action.lastIndexOf("@");
@@ -41583,7 +41609,7 @@ async function pinAction(action, env) {
   const url2 = `https://github.com/${repo}`;
   const how = `pin it: \`git ls-remote ${url2} 'refs/tags/${ref}^{}' 'refs/tags/${ref}'\` prints its commit; write \`uses: ${repo}@<that commit> # ${ref}\` in .github/workflows/forkflush.yml`;
   const r = await runProcess("git", ["ls-remote", url2, `refs/tags/${ref}`, `refs/tags/${ref}^{}`], {
-    cwd: tmpdir5(),
+    cwd: tmpdir6(),
     // Never a prompt for a password: init may run where nobody answers.
     env: { ...env, GIT_TERMINAL_PROMPT: "0" },
     timeoutMs: ACTION_PIN_TIMEOUT_MS
@@ -41630,7 +41656,7 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join34(root, path);
+    const file2 = join35(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
@@ -41651,8 +41677,8 @@ Answer again (--budget, --unit and the others; or without --yes, at the question
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join34(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join34(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join35(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join35(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, pinned?.action ?? null, pinned?.version);
@@ -41694,7 +41720,7 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join34(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join35(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f2) => !f2.startsWith(".github/") && !named.includes(f2));
   if (read2.length > 0)
@@ -41707,7 +41733,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join34(root, f2))),
+      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join35(root, f2))),
       ...named,
       ...read2,
       ...toWrite
@@ -41797,7 +41823,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join34(root, p))
+      (p) => existsSync4(join35(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -41900,7 +41926,7 @@ async function workflowText(name2, agent, action, version2) {
 function packageFile(...parts) {
   let dir = dirname15(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join34(dir, "package.json")) && existsSync4(join34(dir, ...parts))) return join34(dir, ...parts);
+    if (existsSync4(join35(dir, "package.json")) && existsSync4(join35(dir, ...parts))) return join35(dir, ...parts);
     dir = dirname15(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
@@ -41931,9 +41957,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join34(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join35(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join34(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join35(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -41945,12 +41971,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join34(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join35(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join34(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join35(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -41959,11 +41985,11 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 }
 
 // src/cli/map.ts
-import { join as join39 } from "node:path";
+import { join as join40 } from "node:path";
 
 // src/local/map.ts
 import { mkdir as mkdir25 } from "node:fs/promises";
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -42299,7 +42325,7 @@ function tripletCount(settings, points) {
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
 import { appendFile as appendFile5, mkdir as mkdir23, readFile as readFile14, writeFile as writeFile19 } from "node:fs/promises";
-import { join as join35 } from "node:path";
+import { join as join36 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -42321,7 +42347,7 @@ var MapCache = class _MapCache {
   static async open(dir, judge2) {
     const torn = /* @__PURE__ */ new Set();
     const lines2 = async (name2) => {
-      const text = await readFile14(join35(dir, name2), "utf8").catch(() => "");
+      const text = await readFile14(join36(dir, name2), "utf8").catch(() => "");
       if (text !== "" && !text.endsWith("\n")) torn.add(name2);
       return text.split("\n");
     };
@@ -42339,9 +42365,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir23(join35(this.dir, "specs"), { recursive: true });
+    await mkdir23(join36(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile19(join35(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile19(join36(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -42373,13 +42399,13 @@ var MapCache = class _MapCache {
   }
   async append(name2, value) {
     const start2 = this.torn.has(name2) ? "\n" : "";
-    await appendFile5(join35(this.dir, name2), `${start2}${JSON.stringify(value)}
+    await appendFile5(join36(this.dir, name2), `${start2}${JSON.stringify(value)}
 `);
     this.torn.delete(name2);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join35(this.dir, "specs", `${commit}.json`);
+    return join36(this.dir, "specs", `${commit}.json`);
   }
 };
 var JUDGMENTS = "judgments.jsonl";
@@ -42407,23 +42433,23 @@ function parseJudgment(line) {
 
 // src/local/map-judge.ts
 import { chmod as chmod6, mkdir as mkdir24, readdir as readdir17, rename as rename9, rm as rm22, stat as stat13, writeFile as writeFile20 } from "node:fs/promises";
-import { join as join36 } from "node:path";
+import { join as join37 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join36(s.work, call.name);
+  const dir = join37(s.work, call.name);
   if (await stat13(dir).catch(() => null)) await removeTree(dir);
-  const box = join36(dir, "box");
-  const context = join36(dir, "context");
-  for (const d of [join36(box, "home"), join36(box, "tmp"), context]) await mkdir24(d, { recursive: true });
+  const box = join37(dir, "box");
+  const context = join37(dir, "context");
+  for (const d of [join37(box, "home"), join37(box, "tmp"), context]) await mkdir24(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       if (!call.smoke) await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join36(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join37(dir, "judge.log"));
     return reply;
   } finally {
     await rm22(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
@@ -42431,11 +42457,11 @@ async function askJudge(s, call, allowance) {
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join36(box, "prompt.md");
+  const promptFile = join37(box, "prompt.md");
   await writeFile20(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join36(box, "triplet.json");
+  const tripletFile2 = call.triplet === void 0 ? null : join37(box, "triplet.json");
   if (tripletFile2 && call.triplet !== void 0) await writeFile20(tripletFile2, call.triplet);
-  const noGrader = join36(box, "no-grader");
+  const noGrader = join37(box, "no-grader");
   const noGraderSays = call.smoke ? "forkflush smoke: the smoke test has no grader" : "forkflush map: the judge has no grader";
   await writeFile20(noGrader, `#!/bin/sh
 echo '${noGraderSays}' >&2
@@ -42444,8 +42470,8 @@ exit 2
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join36(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join36(box, "tmp"),
+    HOME: join37(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join37(box, "tmp"),
     ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
@@ -42476,7 +42502,7 @@ exit 2
 async function judged(s, call, allowance, o) {
   const { box, context, promptFile, noGrader, env, confined: confined2, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join36(dir, "judge.log");
+  const logFile = join37(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn4 = async (file2, args, options) => {
@@ -42492,7 +42518,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join36(box, "usage.json"),
+    usageFile: join37(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -42557,7 +42583,7 @@ async function keepLog(s, call, log) {
   );
   if (size < 0) return null;
   await mkdir24(s.failedLogs, { recursive: true });
-  const kept = join36(s.failedLogs, `${call.name}.log`);
+  const kept = join37(s.failedLogs, `${call.name}.log`);
   await rename9(log, kept).catch(() => {
   });
   return kept;
@@ -42565,7 +42591,7 @@ async function keepLog(s, call, log) {
 async function readOnly(dir) {
   const entries = await readdir17(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join36(dir, e.name);
+    const path = join37(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -42703,7 +42729,7 @@ function judgeLabel(j) {
 
 // src/local/map-target.ts
 import { readdir as readdir18, readFile as readFile15, stat as stat14 } from "node:fs/promises";
-import { join as join37 } from "node:path";
+import { join as join38 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -42715,7 +42741,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir18(root).catch(() => [])).sort();
   const compares2 = [];
-  for (const n of names) if (await stat14(join37(root, n, "compare.json")).catch(() => null)) compares2.push(n);
+  for (const n of names) if (await stat14(join38(root, n, "compare.json")).catch(() => null)) compares2.push(n);
   const id = o.compare ?? compares2.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares2.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares2.join(", ") || "none yet"}`);
@@ -42735,8 +42761,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join37(RunStore.runsDir(taskDir), id);
-  const file2 = join37(folder, "compare.json");
+  const folder = join38(RunStore.runsDir(taskDir), id);
+  const file2 = join38(folder, "compare.json");
   const manifest = parseManifest(await readFile15(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -42796,8 +42822,8 @@ async function makeMap(o) {
     runs,
     config: config2,
     settings,
-    cacheDir: join38(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
-    work: join38(target.folder, "map"),
+    cacheDir: join39(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
+    work: join39(target.folder, "map"),
     repos: async () => {
       const repos = /* @__PURE__ */ new Map();
       const hidden = [taskDir, RunStore.runsDir(taskDir)];
@@ -42808,7 +42834,7 @@ async function makeMap(o) {
       }
       return { repos, hidden };
     },
-    lock: () => new RunStore(join38(target.folder, "map")).lock(),
+    lock: () => new RunStore(join39(target.folder, "map")).lock(),
     drawn: () => refreshReports(taskDir, target)
   });
 }
@@ -42845,7 +42871,7 @@ async function mapRuns(j) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join38(j.work, "calls")).catch(() => {
+    await removeTree(join39(j.work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -42861,8 +42887,8 @@ async function prepare(m) {
     config: j.config,
     isolation,
     env: j.env ?? process.env,
-    work: join38(j.work, "calls"),
-    failedLogs: join38(j.work, "failed"),
+    work: join39(j.work, "calls"),
+    failedLogs: join39(j.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: j.settings.unit,
     signal: j.signal ?? new AbortController().signal
@@ -42930,8 +42956,8 @@ async function draw(r) {
     unit: j.settings.unit,
     budget: j.settings.budget
   });
-  const json2 = join38(j.folder, "map.json");
-  const svg = join38(j.folder, "map.svg");
+  const json2 = join39(j.folder, "map.json");
+  const svg = join39(j.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
@@ -42960,8 +42986,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join38(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join38(r.setup.work, name2, "checkout.index")),
+    cwd: join39(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join39(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -43001,8 +43027,8 @@ async function baseCheckout(r) {
   const own3 = first && r.repos.get(first.state.id);
   if (!first || !own3) return;
   await mkdir25(r.setup.work, { recursive: true });
-  await checkoutInto(own3, first.state.base.commit, join38(r.setup.work, "base"), join38(r.setup.work, "base.index"));
-  await readOnly(join38(r.setup.work, "base"));
+  await checkoutInto(own3, first.state.base.commit, join39(r.setup.work, "base"), join39(r.setup.work, "base.index"));
+  await readOnly(join39(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -43011,7 +43037,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join38(r.setup.work, "base"),
+    cwd: join39(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -43121,7 +43147,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join39(files.folder, "map.svg"), join39(files.folder, "map.png"));
+  const png = await renderPng(join40(files.folder, "map.svg"), join40(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -43132,7 +43158,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join39(files.folder, "report.md")}
+` : ""}report:  ${join40(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -43274,7 +43300,7 @@ function capital(s) {
 }
 
 // src/local/probe.ts
-import { join as join40 } from "node:path";
+import { join as join41 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -43305,11 +43331,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join40(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join41(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join40(folder, "report.md"),
+      join41(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -43583,8 +43609,8 @@ sandbox: ${sandboxLine(open4)}
 
 // src/cli/smoke.ts
 import { mkdir as mkdir26, mkdtemp as mkdtemp6, realpath as realpath9, rm as rm23 } from "node:fs/promises";
-import { tmpdir as tmpdir6 } from "node:os";
-import { join as join41 } from "node:path";
+import { tmpdir as tmpdir7 } from "node:os";
+import { join as join42 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
   usd: SMOKE_CAP_USD,
@@ -43599,7 +43625,7 @@ async function smoke(o, io) {
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
   const taskDir = await realpath9(o.dir);
-  const work = await mkdtemp6(join41(tmpdir6(), "forkflush-smoke-"));
+  const work = await mkdtemp6(join42(tmpdir7(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -43626,9 +43652,9 @@ async function smoke(o, io) {
         smoke: true,
         name: "smoke",
         prompt: SMOKE_PROMPT,
-        cwd: join41(work, "workspace"),
+        cwd: join42(work, "workspace"),
         // What an episode starts from: the committed tree, or the folder's files where a run works on a copy.
-        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join41(work, "smoke.index")) : copyTaskFiles(o.dir, cwd).then(() => {
+        prepare: (cwd) => top === taskDir ? checkoutHead(top, cwd, join42(work, "smoke.index")) : copyTaskFiles(o.dir, cwd).then(() => {
         }),
         seed: 0
       },
@@ -43767,7 +43793,7 @@ ${e.problems.map((p) => `  ${p}`).join("\n")}
       return 2;
     }
     const err = e;
-    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith("-")), tmpdir7()]);
+    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith("-")), tmpdir8()]);
     if (full) {
       io.stderr.write(`forkflush: the disk is full (${full}): free some space, then run the command again
 `);

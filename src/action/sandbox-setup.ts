@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { SANDBOX_SETUP_TIMEOUT_MS } from '../core/bounds.js';
 import { withoutRelativePaths } from '../io/executables.js';
-import { probeSandbox, reprobeSandbox, type SandboxMode, writeFd3 } from '../io/sandbox.js';
+import { probeSandbox, reprobeSandbox, type SandboxMode } from '../io/sandbox.js';
+import { withFilterAtFd3 } from '../io/seccomp.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 
 export interface Machine {
@@ -82,12 +83,13 @@ function realMachine(): Machine {
     isRoot: process.getuid?.() === 0,
     run: (file, args, fd3) =>
       new Promise((resolve) => {
-        const child = spawn(file, args, {
-          env: withoutRelativePaths(process.env),
-          stdio: ['ignore', 'ignore', 'ignore', ...(fd3 ? ['pipe' as const] : [])],
-          timeout: SANDBOX_SETUP_TIMEOUT_MS,
-        });
-        if (fd3) writeFd3(child, fd3);
+        const child = withFilterAtFd3(fd3, (extra) =>
+          spawn(file, args, {
+            env: withoutRelativePaths(process.env),
+            stdio: ['ignore', 'ignore', 'ignore', ...extra],
+            timeout: SANDBOX_SETUP_TIMEOUT_MS,
+          }),
+        );
         child.on('error', () => resolve(127));
         child.on('close', (code) => resolve(code ?? 1));
       }),

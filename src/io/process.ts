@@ -22,7 +22,8 @@ import { withoutRelativePaths } from './executables.js';
 import { keeperPid, keepGroup, releaseGroup, startKeeper } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, type ProcessLink, startTime, stillRuns } from './process-tree.js';
-import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
+import type { Confinement, Sandbox, Wrapped } from './sandbox.js';
+import { withFilterAtFd3 } from './seccomp.js';
 
 export interface RunOptions {
   cwd: string;
@@ -273,13 +274,16 @@ type Ended = { exitCode: number | null; signal: NodeJS.Signals | null };
 /** Spawns the command in a group of its own; no command outlives this process, however it ends. */
 function startChild(file: string, args: string[], options: RunOptions, confined: Wrapped | undefined): Child {
   if (!confined) startKeeper();
-  const child = spawn(confined?.file ?? file, confined?.args ?? args, {
-    cwd: options.cwd,
-    env: withoutRelativePaths(options.env ?? process.env),
-    detached: true,
-    stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
-  }) as Child;
-  if (confined?.fd3) writeFd3(child, confined.fd3);
+  const child = withFilterAtFd3(
+    confined?.fd3,
+    (extra) =>
+      spawn(confined?.file ?? file, confined?.args ?? args, {
+        cwd: options.cwd,
+        env: withoutRelativePaths(options.env ?? process.env),
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe', ...extra],
+      }) as Child,
+  );
   if (child.pid !== undefined) running.add(child.pid);
   // Outside the sandbox nothing else ties the command to this process if it is killed (SIGKILL).
   if (child.pid !== undefined && !confined) keepGroup(child.pid);

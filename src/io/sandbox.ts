@@ -5,14 +5,13 @@
 // with it (--die-with-parent) and takes the namespace along. Each sandbox runs under an account
 // of its own (io/accounts.ts), whose process limit no other sandbox counts against.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { lstatSync, realpathSync } from 'node:fs';
 import { release } from 'node:os';
 import { dirname, sep } from 'node:path';
-import type { Writable } from 'node:stream';
 import { countsPerNamespace, machineProcesses, processLimit, rangeConflict, readIdFiles, UidPool } from './accounts.js';
 import { withoutRelativePaths } from './executables.js';
-import { type FilterProfile, seccompFilter } from './seccomp.js';
+import { type FilterProfile, seccompFilter, withFilterAtFd3 } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
 
@@ -425,25 +424,19 @@ export function prefixOf(dir: string): string {
 
 function exec(file: string, args: string[], fd3?: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, {
-      env: withoutRelativePaths(process.env),
-      timeout: 10_000,
-      killSignal: 'SIGKILL',
-      stdio: ['ignore', 'pipe', 'pipe', ...(fd3 ? ['pipe' as const] : [])],
-    });
+    const child = withFilterAtFd3(fd3, (extra) =>
+      spawn(file, args, {
+        env: withoutRelativePaths(process.env),
+        timeout: 10_000,
+        killSignal: 'SIGKILL',
+        stdio: ['ignore', 'pipe', 'pipe', ...extra],
+      }),
+    );
     let stdout = '';
     let stderr = '';
     child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    if (fd3) writeFd3(child, fd3);
     child.on('error', (e) => resolve({ code: 127, stdout, stderr: e.message }));
     child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
-}
-
-/** Writes a wrapped command's fd 3 and closes it; a command that ended first is not an error here. */
-export function writeFd3(child: ChildProcess, data: Buffer): void {
-  const fd3 = child.stdio[3] as Writable | null | undefined;
-  fd3?.on('error', () => {});
-  fd3?.end(data);
 }

@@ -12,6 +12,10 @@
 // 32-bit compat) are refused whole: their numbers differ, and a filter that does not check them is
 // a door. (/proc/<pid>/mem, the other way in, is closed by a read-only /proc: sandbox.ts.)
 
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 /** The program's layout: seccomp_data (linux/seccomp.h) and the BPF opcodes (linux/filter.h). */
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
@@ -147,4 +151,38 @@ export function seccompFilter(profile: FilterProfile, arch: NodeJS.Architecture 
     out.writeUInt32LE(k >>> 0, i * 8 + 4);
   });
   return out;
+}
+
+/**
+ * Starts a child with `filter` at its fd 3 (bwrap's --seccomp 3), on a descriptor of its own to an
+ * unlinked file: bwrap reads it to its end with no help from this process. Through a pipe bwrap
+ * waited for this process to close its end, and a forkflush stopped (Ctrl-Z) or starved right after
+ * the spawn held the sandbox, and the grader in it, before it began.
+ */
+export function withFilterAtFd3<T>(filter: Buffer | undefined, start: (fd3: number[]) => T): T {
+  if (!filter) return start([]);
+  const fd = openSync(`/proc/self/fd/${keptFile(filter)}`, 'r');
+  try {
+    return start([fd]);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** One unlinked file per filter, open for this process's life; each child opens it afresh (its own offset). */
+const keptFiles = new Map<string, number>();
+function keptFile(data: Buffer): number {
+  const key = data.toString('base64');
+  let fd = keptFiles.get(key);
+  if (fd === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-filter-'));
+    try {
+      writeFileSync(join(dir, 'filter'), data, { mode: 0o400 });
+      fd = openSync(join(dir, 'filter'), 'r');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    keptFiles.set(key, fd);
+  }
+  return fd;
 }

@@ -2,6 +2,11 @@
 // small interpreter of the classic BPF it is made of (linux/filter.h: the four instructions it uses),
 // what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts), and the
 // accounts that keep sandboxes' process limits apart (io/accounts.ts).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_SLOTS_PER_PROCESS } from '../../src/core/bounds.js';
 import {
@@ -13,7 +18,7 @@ import {
   UID_RANGE,
   UidPool,
 } from '../../src/io/accounts.js';
-import { seccompFilter } from '../../src/io/seccomp.js';
+import { seccompFilter, withFilterAtFd3 } from '../../src/io/seccomp.js';
 import { abstractSockets, judgeFixedPaths } from '../../src/worker/boundary.js';
 
 const ALLOW = 0x7fff0000;
@@ -122,6 +127,37 @@ describe('the syscall filter', () => {
   it('has none for an architecture it does not know', () => {
     expect(seccompFilter('grader', 'riscv64')).toBeNull();
     expect(seccompFilter('agent', 'riscv64')).toBeNull();
+  });
+});
+
+describe('how a filter reaches bwrap (its fd 3)', () => {
+  /** Blocks this process (its event loop too) until `path` exists or 20 s pass. */
+  const blockUntil = (path: string) => {
+    const end = Date.now() + 20_000;
+    while (!existsSync(path) && Date.now() < end) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  };
+
+  // As bwrap does: read fd 3 to its end. Failed before its fix (a pipe this process wrote and
+  // closed): the close waited for the event loop, so a forkflush stopped (Ctrl-Z) or starved right
+  // after the spawn held the sandbox before its command began (CI: laptop-night.test.ts).
+  it('is read whole by each child while this process runs nothing, each from its start', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fd3-'));
+    const filter = seccompFilter('grader') ?? randomBytes(400);
+    const read = (name: string) =>
+      withFilterAtFd3(filter, (extra) =>
+        spawn('sh', ['-c', `cat <&3 > ${name}.part && mv ${name}.part ${name}`], {
+          cwd: dir,
+          stdio: ['ignore', 'ignore', 'ignore', ...extra],
+        }),
+      );
+    read('a');
+    read('b');
+    blockUntil(join(dir, 'a'));
+    blockUntil(join(dir, 'b'));
+    expect(readFileSync(join(dir, 'a')).equals(filter)).toBe(true);
+    expect(readFileSync(join(dir, 'b')).equals(filter)).toBe(true);
+    // Unlinked: nothing of it in the temp folder for a later sandbox to find or change.
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith('forkflush-filter-'))).toEqual([]);
   });
 });
 
