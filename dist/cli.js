@@ -7440,6 +7440,8 @@ var EGRESS_HEADERS_TIMEOUT_MS = 3e4;
 var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
 var EGRESS_MAX_WAITING = 256;
+var EGRESS_METER_CHECK_MS = 2e3;
+var EGRESS_METER_MAX_BYTES = 16 * 2 ** 20;
 var EGRESS_MAX_REFUSED_TARGETS = 100;
 var EPISODES_PER_BUDGET_MAX = 1e3;
 var SIMULATED_MAX_ROUNDS = 1e4;
@@ -29415,8 +29417,8 @@ function validFailure(f2) {
   return r.success ? r.data : null;
 }
 function validRetries(r) {
-  const parsed = external_exports.array(retrySchema).safeParse(r);
-  return parsed.success ? parsed.data : null;
+  const parsed2 = external_exports.array(retrySchema).safeParse(r);
+  return parsed2.success ? parsed2.data : null;
 }
 var resultSchema = external_exports.object({
   commit: sha,
@@ -29511,19 +29513,19 @@ var RecordError = class extends Error {
 var NewerRecordError = class extends RecordError {
 };
 var NEWER_OR_EDITED = "written by a newer forkflush, or edited by hand: upgrade forkflush to go on";
-function droppedField(raw, parsed, at = "") {
-  if (Array.isArray(raw) && Array.isArray(parsed)) {
-    for (let i = 0; i < Math.min(raw.length, parsed.length); i++) {
-      const found = droppedField(raw[i], parsed[i], `${at}[${i}]`);
+function droppedField(raw, parsed2, at = "") {
+  if (Array.isArray(raw) && Array.isArray(parsed2)) {
+    for (let i = 0; i < Math.min(raw.length, parsed2.length); i++) {
+      const found = droppedField(raw[i], parsed2[i], `${at}[${i}]`);
       if (found) return found;
     }
     return null;
   }
-  if (!isPlainObject3(raw) || !isPlainObject3(parsed)) return null;
+  if (!isPlainObject3(raw) || !isPlainObject3(parsed2)) return null;
   for (const [key2, value] of Object.entries(raw)) {
     const path = at ? `${at}.${key2}` : key2;
-    if (!(key2 in parsed)) return value === void 0 ? null : path;
-    const found = droppedField(value, parsed[key2], path);
+    if (!(key2 in parsed2)) return value === void 0 ? null : path;
+    const found = droppedField(value, parsed2[key2], path);
     if (found) return found;
   }
   return null;
@@ -29609,9 +29611,9 @@ function readRecord(file2, text, where) {
     throw new RecordError(`${where}: not valid JSON (${e.message})`);
   }
   const record2 = migrate(file2, raw, where);
-  const parsed = file2.schema.safeParse(record2);
-  if (!parsed.success) {
-    const issue2 = parsed.error.issues[0];
+  const parsed2 = file2.schema.safeParse(record2);
+  if (!parsed2.success) {
+    const issue2 = parsed2.error.issues[0];
     const path = issue2?.path ?? [];
     const field = path.map(String).join(".") || "the record";
     const unknown2 = issue2?.code === "unrecognized_keys";
@@ -29622,10 +29624,10 @@ function readRecord(file2, text, where) {
   const fields = Object.fromEntries(
     Object.entries(record2).filter(([k]) => k !== "version" && !file2.outside?.includes(k))
   );
-  const dropped = droppedField(fields, parsed.data);
+  const dropped = droppedField(fields, parsed2.data);
   if (dropped)
     throw new NewerRecordError(`${where}: ${dropped}: a field this forkflush does not know (${NEWER_OR_EDITED})`);
-  return parsed.data;
+  return parsed2.data;
 }
 function problem(issue2, record2) {
   if (issue2.code === "unrecognized_keys") {
@@ -29910,9 +29912,9 @@ function parseCommandLine(argv) {
     const f2 = FLAGS[name2];
     options[name2] = { type: f2.type, ...f2.short ? { short: f2.short } : {}, ...f2.multiple ? { multiple: true } : {} };
   }
-  let parsed;
+  let parsed2;
   try {
-    parsed = parseArgs({
+    parsed2 = parseArgs({
       args: joinNegativeValues(argv, options),
       allowPositionals: true,
       strict: true,
@@ -29936,9 +29938,9 @@ function parseCommandLine(argv) {
     }
     throw new UserError(`${message} (see ${help})`);
   }
-  const values = parsed.values;
+  const values = parsed2.values;
   const given = /* @__PURE__ */ new Map();
-  for (const t of parsed.tokens ?? []) {
+  for (const t of parsed2.tokens ?? []) {
     if (t.kind !== "option" || options[t.name]?.type !== "string" || options[t.name]?.multiple) continue;
     const before = given.get(t.name);
     if (before !== void 0 && before !== t.value)
@@ -29950,7 +29952,7 @@ function parseCommandLine(argv) {
       throw new UserError(
         `--${name2} is empty: give it a value (--${name2} ${FLAGS[name2]?.value ?? "VALUE"}), or leave it out`
       );
-  const positionals = parsed.positionals.slice(1);
+  const positionals = parsed2.positionals.slice(1);
   return { command: command2, positionals, values, help: values.help === true, version: values.version === true };
 }
 function joinNegativeValues(argv, options) {
@@ -30241,13 +30243,13 @@ function commitMessage(runId2, unit, e, result, details) {
 }
 function resultFromCommit(runId2, e, commit, unit) {
   const short = commit.sha.slice(0, 7);
-  const parsed = parseCommitMessage(commit.message, commit.sha);
-  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+  const parsed2 = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed2 || parsed2.runId !== runId2 || parsed2.episode !== e.id) {
     return { problem: `its branch moved to ${short}, which is not a result of this episode` };
   }
-  if (unit !== void 0 && parsed.unit !== void 0 && parsed.unit !== unit) {
+  if (unit !== void 0 && parsed2.unit !== void 0 && parsed2.unit !== unit) {
     return {
-      problem: `its result ${short} counts its spend in ${parsed.unit}, the run in ${unit}: a worker of another release or config wrote it`
+      problem: `its result ${short} counts its spend in ${parsed2.unit}, the run in ${unit}: a worker of another release or config wrote it`
     };
   }
   if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
@@ -30255,7 +30257,7 @@ function resultFromCommit(runId2, e, commit, unit) {
       problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
     };
   }
-  return { result: parsed.result };
+  return { result: parsed2.result };
 }
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
@@ -34339,6 +34341,9 @@ function spendOf(s, u) {
   if (s.unit === "usd") return u.costUsd;
   return null;
 }
+function tallySpend(unit, tally2) {
+  return spendOf({ unit }, usageOf({ tally: tally2 }));
+}
 function overrunReason(s, usage2, turns, maxTurns) {
   if (maxTurns !== void 0 && turns > maxTurns) return `passed agent.max_turns (${maxTurns})`;
   const spent2 = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : s.unit === "usd" ? usage2.costUsd ?? 0 : 0;
@@ -34699,12 +34704,12 @@ function aiderLog(text, out) {
   for (const [i, raw] of lines2.entries()) {
     const line = raw.replace(/^> /, "").trim();
     const next = (lines2[i + 1] ?? "").trim();
-    const parsed = parseAiderOutput(line);
-    const [call, error62] = [parsed.calls[0], parsed.errors[0]];
+    const parsed2 = parseAiderOutput(line);
+    const [call, error62] = [parsed2.calls[0], parsed2.errors[0]];
     const version2 = /^Aider v(\S+)/.exec(line)?.[1];
     if (line === "") continue;
     if (version2) out.add("start", `Aider ${version2}`);
-    else if (parsed.model && MODEL.test(line)) out.add("model", line.replace(/^(?:Main model|Model): /, ""));
+    else if (parsed2.model && MODEL.test(line)) out.add("model", line.replace(/^(?:Main model|Model): /, ""));
     else if (call) {
       reply();
       const cost = call.messageCost ?? /^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1];
@@ -35769,8 +35774,8 @@ function geminiLogin(episodeHome) {
 }
 async function projectSlug(dir, workdir) {
   const registry2 = join11(dir, "projects.json");
-  const parsed = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
-  const projects = isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {};
+  const parsed2 = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
+  const projects = isRecord(parsed2) && isRecord(parsed2.projects) ? parsed2.projects : {};
   const bases = [join11(dir, "tmp"), join11(dir, "history")];
   const owner = async (base, slug2) => (await readFile4(join11(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
@@ -35954,8 +35959,8 @@ function opencodeLogin(contextDir, env = process.env) {
 }
 function parseConfig2(text) {
   try {
-    const parsed = JSON.parse(text ?? "");
-    return isRecord(parsed) ? parsed : {};
+    const parsed2 = JSON.parse(text ?? "");
+    return isRecord(parsed2) ? parsed2 : {};
   } catch {
     return {};
   }
@@ -36819,6 +36824,17 @@ function chargeFor(c) {
   return { spent: round(spent2), basis, ...note ? { note } : {} };
 }
 function tryCharge(t, allowance, c) {
+  const own3 = agentCharge(t, allowance, c);
+  const seen = t.meteredSpend ?? 0;
+  if (!(seen > own3.spent)) return own3;
+  const said = t.reportedSpend === null ? "reported nothing" : `reported ${formatNumber(t.reportedSpend, 6)}`;
+  return {
+    spent: seen,
+    basis: "measured",
+    note: `the model calls forkflush's proxy relayed stated ${formatNumber(seen, 6)} ${c.unit} in their answers and the agent ${said}: the larger charged`
+  };
+}
+function agentCharge(t, allowance, c) {
   if (t.reportedSpend !== null) return { spent: t.reportedSpend, basis: "measured" };
   const failed = t.exit === "crash" || t.interrupted === true;
   if (!failed)
@@ -36869,14 +36885,17 @@ async function runTries(input2) {
       return last2;
     };
     const refusedBefore = input2.refused?.count() ?? 0;
+    const meteredBefore = input2.metered?.() ?? null;
     const offline = new AbortController();
     const unwatch = watchOffline(input2, () => offline.abort("offline"));
     const outcome = await input2.agent.run({ ...session, spawn: spawn4, signal: AbortSignal.any([session.signal, offline.signal]) }).finally(unwatch);
     outcomes.push(outcome);
     const interrupted = input2.interrupt.aborted;
+    const metered = input2.metered ? meteredSpend(input2, shareOf(meteredBefore, input2.metered()).share, outcome) : null;
     tries.push({
       seconds: outcome.seconds,
       reportedSpend: outcome.reportedSpend,
+      ...metered ? { meteredSpend: metered } : {},
       exit: outcome.exit,
       ...interrupted ? { interrupted: true } : {}
     });
@@ -36956,6 +36975,11 @@ ${last2.stdout}`;
   if (known) return known;
   const how = last2.signal ? `signal ${last2.signal}` : `exit ${last2.exitCode}`;
   return { kind: "crash", quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+function meteredSpend(input2, seen, outcome) {
+  const tokens = (u) => u.inputTokens + u.outputTokens;
+  const said = outcome.usage ? tokens(outcome.usage) : 0;
+  return tokens(usageOf({ tally: seen })) > said ? tallySpend(input2.charge.unit, seen) : null;
 }
 function refusedCause(input2, before, failure3) {
   if (!failure3 || !["auth", "network", "crash"].includes(failure3.kind) || !input2.refused) return failure3;
@@ -37075,6 +37099,110 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
 import { join as join16 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
+
+// src/core/answer-usage.ts
+var NOTHING_READ = { model: null, use: null };
+function usedIn(read2) {
+  return read2.use ? { model: read2.model ?? "unknown", use: { ...read2.use, calls: 1 } } : null;
+}
+function withDoc(so, doc) {
+  if (Array.isArray(doc)) return doc.reduce(withDoc, so);
+  if (!isRecord(doc)) return so;
+  const inner = [doc, doc.message, doc.response].filter(isRecord);
+  const named = inner.map((r) => r.model ?? r.modelVersion).find((m) => typeof m === "string");
+  let use2 = so.use;
+  for (const r of inner) {
+    const one = isRecord(r.usageMetadata) ? geminiUse(r.usageMetadata) : isRecord(r.usage) ? apiUse(r.usage) : null;
+    if (!one) continue;
+    use2 = use2 ? { ...use2 } : { input: 0, cached: 0, written: 0, output: 0 };
+    for (const k of ["input", "cached", "written", "output"]) use2[k] = Math.max(use2[k], one[k]);
+  }
+  return { model: so.model ?? named ?? null, use: use2 };
+}
+function apiUse(u) {
+  const details = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
+  if (u.prompt_tokens !== void 0 || u.completion_tokens !== void 0)
+    return {
+      input: count(u.prompt_tokens),
+      cached: count(details.cached_tokens),
+      written: 0,
+      output: count(u.completion_tokens)
+    };
+  if (u.input_tokens === void 0 && u.output_tokens === void 0) return null;
+  const [read2, wrote] = [count(u.cache_read_input_tokens), count(u.cache_creation_input_tokens)];
+  return {
+    input: count(u.input_tokens) + read2 + wrote,
+    cached: read2 + count(details.cached_tokens),
+    written: wrote,
+    output: count(u.output_tokens)
+  };
+}
+function geminiUse(u) {
+  return {
+    input: count(u.promptTokenCount) + count(u.toolUsePromptTokenCount),
+    cached: count(u.cachedContentTokenCount),
+    written: 0,
+    output: count(u.candidatesTokenCount) + count(u.thoughtsTokenCount)
+  };
+}
+
+// src/io/egress-meter.ts
+var AnswerMeter = class {
+  tally = {};
+  /** Everything counted so far, by model. */
+  metered() {
+    return sumTallies(this.tally);
+  }
+  /** Reads one answer's plain body beside whoever consumes it; counted once it ends, however it ends. */
+  watch(body, contentType) {
+    const type = String(contentType ?? "").toLowerCase();
+    const stream = type.includes("text/event-stream");
+    if (!stream && !type.includes("json")) return;
+    let read2 = NOTHING_READ;
+    let held = [];
+    let size = 0;
+    let skipping = false;
+    const line = (bytes) => {
+      const text = bytes.toString("utf8").trim();
+      if (text.startsWith("data:")) read2 = withDoc(read2, parsed(text.slice(5)));
+    };
+    body.on("data", (chunk) => {
+      if (!stream) {
+        size += chunk.length;
+        if (size > EGRESS_METER_MAX_BYTES) held = [];
+        else held.push(chunk);
+        return;
+      }
+      for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10)) {
+        if (!skipping) line(Buffer.concat([...held, chunk.subarray(0, at)]));
+        [held, size, skipping, chunk] = [[], 0, false, chunk.subarray(at + 1)];
+      }
+      if (skipping) return;
+      held.push(chunk);
+      size += chunk.length;
+      if (size > EGRESS_METER_MAX_BYTES) [held, size, skipping] = [[], 0, true];
+    });
+    let counted = false;
+    const count3 = () => {
+      if (counted) return;
+      counted = true;
+      if (stream && !skipping) line(Buffer.concat(held));
+      if (!stream && size <= EGRESS_METER_MAX_BYTES) read2 = withDoc(read2, parsed(Buffer.concat(held).toString("utf8")));
+      const used = usedIn(read2);
+      if (used) addUse(this.tally, used.model, used.use);
+    };
+    body.on("end", count3);
+    body.on("close", count3);
+    body.on("error", count3);
+  }
+};
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
 
 // src/io/egress-upstream.ts
 import { lookup } from "node:dns/promises";
@@ -37250,9 +37378,10 @@ async function startEgressProxy(o) {
   proxy.on("request", requestHandler(o, out));
   const servers = { proxy };
   const agents = [];
+  const meter = new AnswerMeter();
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out);
+    const forward = routeForwarder(route, out, meter);
     if (forward.agent) agents.push(forward.agent);
     server.on("request", forward.handle);
     server.on(
@@ -37281,7 +37410,8 @@ async function startEgressProxy(o) {
     throw e;
   }
   const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
-  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
+  const metered = () => meter.metered();
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, metered, close };
 }
 function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
@@ -37378,19 +37508,10 @@ function requestHandler(o, out) {
           answer(res, 403, `forkflush: ${label}: ${e.message}`);
         }
       );
+    const path = `${url2.pathname}${url2.search}`;
+    const upstream = (socket) => httpRequest({ createConnection: () => socket, method: req.method, path, headers });
     out.open(host, port, reach, false).then(
-      (socket) => relay(
-        req,
-        res,
-        httpRequest({
-          createConnection: () => socket,
-          method: req.method,
-          path: `${url2.pathname}${url2.search}`,
-          headers
-        }),
-        null,
-        out.watch(label)
-      ),
+      (socket) => relay(req, res, upstream(socket), null, out.watch(label)),
       (e) => {
         if (e instanceof Refused) out.refuse(label);
         else out.fail(label, e);
@@ -37399,7 +37520,7 @@ function requestHandler(o, out) {
     );
   };
 }
-function routeForwarder(route, out) {
+function routeForwarder(route, out, meter) {
   let base = null;
   try {
     base = new URL(route.upstream);
@@ -37434,7 +37555,7 @@ function routeForwarder(route, out) {
     if (secrets.length > 0) headers["accept-encoding"] = "identity";
     const path = `${base.pathname.replace(/\/$/, "")}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(base.port || (tls ? 443 : 80)) };
-    const watch = out.watch(`${target.host}:${target.port}`);
+    const watch = { ...out.watch(`${target.host}:${target.port}`), answered: meter.watch.bind(meter) };
     const make = (createConnection) => (tls ? httpsRequest : httpRequest)({
       ...target,
       method: req.method,
@@ -37486,6 +37607,7 @@ function relay(req, res, up, secrets, watch) {
     }
     res.writeHead(answerMsg.statusCode ?? 502, out.headers);
     out.body.on("error", () => res.destroy()).pipe(res);
+    if (secrets?.length) watch.answered?.(out.body, headers["content-type"]);
     answerMsg.on("error", () => res.destroy());
   });
   let hungUp = false;
@@ -37515,26 +37637,18 @@ function answer(res, status, text) {
   res.writeHead(status, { "content-type": "text/plain", connection: "close" }).end(`${text}
 `);
 }
-function refusal(label, why = "it is not in the allowlist (sandbox.network)") {
-  const body = `forkflush: ${label} is refused: ${why}
+function rawAnswer(status, text) {
+  const body = `forkflush: ${text}
 `;
-  return `HTTP/1.1 403 Forbidden\r
+  return `HTTP/1.1 ${status}\r
 Content-Type: text/plain\r
 Content-Length: ${Buffer.byteLength(body)}\r
 Connection: close\r
 \r
 ${body}`;
 }
-function failure2(label, e) {
-  const body = `forkflush: ${label} could not be reached: ${e.message}
-`;
-  return `HTTP/1.1 502 Bad Gateway\r
-Content-Type: text/plain\r
-Content-Length: ${Buffer.byteLength(body)}\r
-Connection: close\r
-\r
-${body}`;
-}
+var refusal = (label, why = "it is not in the allowlist (sandbox.network)") => rawAnswer("403 Forbidden", `${label} is refused: ${why}`);
+var failure2 = (label, e) => rawAnswer("502 Bad Gateway", `${label} could not be reached: ${e.message}`);
 function authority(text) {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s@]+):(\d{1,5})$/.exec(text);
   const port = Number(m?.[2]);
@@ -37623,6 +37737,7 @@ async function agentSide(proxy, socketDir, agentEnv) {
     unreachable: () => unreachableNote(proxy.unreachable()),
     traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
+    metered: () => proxy.metered(),
     close: () => proxy.close()
   };
 }
@@ -37741,13 +37856,13 @@ function parseScore(stdout, keptChars = null) {
     };
   const shown = last2.length > 80 ? `${last2.slice(0, 77)}...` : last2;
   if (last2.startsWith("{")) {
-    let parsed;
+    let parsed2;
     try {
-      parsed = JSON.parse(last2);
+      parsed2 = JSON.parse(last2);
     } catch {
       return { score: null, reason: `the grader's last line is not valid JSON: ${shown}` };
     }
-    const value = parsed.score;
+    const value = parsed2.score;
     if (typeof value !== "number") {
       return { score: null, reason: `the grader's JSON has no numeric "score": ${shown}` };
     }
@@ -38153,6 +38268,14 @@ async function runAgentStep(job, b) {
     job.warn?.(note);
     clearInterval(unreachable);
   }, EGRESS_UNREACHABLE_CHECK_MS) : void 0;
+  let meteredStop = null;
+  const metered = setInterval(() => {
+    const seen = tallySpend(unit, egress.metered());
+    if (seen === null || !(seen > episode2.allowance)) return;
+    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past the episode's ${formatNumber(episode2.allowance, 6)}`;
+    stopForBudget.abort("budget");
+    clearInterval(metered);
+  }, EGRESS_METER_CHECK_MS);
   let tried;
   try {
     tried = await runTries({
@@ -38181,6 +38304,7 @@ async function runAgentStep(job, b) {
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
       refused: { count: egress.refusedCount, note: egress.note },
+      metered: egress.metered,
       offline: { traffic: egress.traffic, note: egress.unreachable },
       ...isolation.sandbox ? {
         hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
@@ -38194,9 +38318,11 @@ async function runAgentStep(job, b) {
     });
   } finally {
     clearInterval(unreachable);
+    clearInterval(metered);
     await close();
   }
-  return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
+  const egressNote = [egress.note(), meteredStop].filter(Boolean).join("; ") || null;
+  return { tried, egressNote, removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
 }
 
 // src/worker/episode-result.ts
@@ -39213,7 +39339,7 @@ function resultOf2(job, r) {
       ...job.notes ?? [],
       ...r.start.note ? [r.start.note] : [],
       ...outcome.note ? [outcome.note] : [],
-      ...r.ran.refused ? [r.ran.refused] : [],
+      ...r.ran.egressNote ? [r.ran.egressNote] : [],
       ...triesNotes(tried),
       ...r.charge.note ? [r.charge.note] : [],
       ...cleaned ? [cleaned] : [],

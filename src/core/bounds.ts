@@ -245,6 +245,10 @@ export const EGRESS_MAX_CONNECTIONS = 256;
 export const EGRESS_MAX_DIALS = 4;
 /** Waiting to be opened, past which a request is refused at once. */
 export const EGRESS_MAX_WAITING = 256;
+/** How often the model use the proxy relayed is held against the episode's allowance. */
+export const EGRESS_METER_CHECK_MS = 2_000;
+/** An answer on a model route read for its usage (core/answer-usage.ts): a JSON body, or one line of a stream. */
+export const EGRESS_METER_MAX_BYTES = 16 * 2 ** 20;
 /** Distinct refused targets remembered; the rest are counted together. */
 export const EGRESS_MAX_REFUSED_TARGETS = 100;
 

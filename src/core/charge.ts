@@ -1,7 +1,8 @@
 // What an episode is charged: what it spent where that is known, an estimate said as one where it
 // is not. The ledger is money, so it is counted, not guessed, wherever it can be:
 //   - minutes: the time the agent ran, measured; evaluations: the grader runs it asked for, counted;
-//   - tokens and usd: what the agent reported (its CLI's usage, a command agent's usage file).
+//   - tokens and usd: what the agent reported (its CLI's usage, a command agent's usage file), never
+//     less than the answers of the model calls forkflush's egress proxy relayed stated.
 // An agent that reported nothing (a command agent without a usage file, one that crashed before
 // writing it) leaves only estimates:
 //   - one that crashed within QUICK_FAILURE_SECONDS without changing the workspace is charged
@@ -23,6 +24,12 @@ export interface TryFacts {
   seconds: number;
   /** What the agent reported it spent, in the budget's unit (tokens and usd only); null: nothing. */
   reportedSpend: number | null;
+  /**
+   * What the answers of the model calls forkflush's egress proxy relayed stated, in the budget's
+   * unit (io/egress-meter.ts): the charge is never less. A CLI does not count what code its agent
+   * wrote asks the model with the placeholder key.
+   */
+  meteredSpend?: number;
   exit: ExitReason;
   /** Stopped by forkflush before it ended (Ctrl-C, a halted run): an attempt, not a result. */
   interrupted?: boolean;
@@ -78,6 +85,19 @@ export function chargeFor(c: ChargeInput): Charge {
 }
 
 function tryCharge(t: TryFacts, allowance: number, c: ChargeInput): Charge {
+  const own = agentCharge(t, allowance, c);
+  const seen = t.meteredSpend ?? 0;
+  if (!(seen > own.spent)) return own;
+  const said = t.reportedSpend === null ? 'reported nothing' : `reported ${formatNumber(t.reportedSpend, 6)}`;
+  return {
+    spent: seen,
+    basis: 'measured',
+    note: `the model calls forkflush's proxy relayed stated ${formatNumber(seen, 6)} ${c.unit} in their answers and the agent ${said}: the larger charged`,
+  };
+}
+
+/** A try's charge by what its agent reported, or estimated where it reported nothing. */
+function agentCharge(t: TryFacts, allowance: number, c: ChargeInput): Charge {
   if (t.reportedSpend !== null) return { spent: t.reportedSpend, basis: 'measured' };
   const failed = t.exit === 'crash' || t.interrupted === true;
   if (!failed)

@@ -170,6 +170,11 @@ export function spendOf(
   return null;
 }
 
+/** The spend in the budget's unit of a tally, priced as usageOf prices it (null for units that are not tokens or usd). */
+export function tallySpend(unit: Unit, tally: Tally): number | null {
+  return spendOf({ unit }, usageOf({ tally }));
+}
+
 /** Why a session has gone past its bounds (turns, tokens, dollars), or undefined while it has not. */
 export function overrunReason(
   s: Bounds,

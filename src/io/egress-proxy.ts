@@ -18,6 +18,7 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import {
   EGRESS_HEADERS_TIMEOUT_MS,
@@ -26,7 +27,9 @@ import {
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
 } from '../core/bounds.js';
+import type { Tally } from '../core/usage.js';
 import { masked } from './egress-mask.js';
+import { AnswerMeter } from './egress-meter.js';
 import {
   dial,
   isInternal,
@@ -67,6 +70,8 @@ export interface EgressProxy {
   unreachable(): ReadonlyMap<string, string>;
   /** Connections to allowed targets so far: how many reached them (a tunnel opened, an answer came), how many failed. */
   traffic(): { reached: number; failed: number };
+  /** The model use the answers on the routes with keys stated (io/egress-meter.ts), by model. */
+  metered(): Tally;
   close(): Promise<void>;
 }
 
@@ -82,6 +87,8 @@ class Refused extends Error {}
 interface Watch {
   failed(e: Error): void;
   reached(): void;
+  /** A model route's answer, plain, as the agent gets it: read for the use it states. */
+  answered?(body: Readable, contentType: string | string[] | undefined): void;
 }
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
@@ -94,9 +101,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   // 3. One listener per model route, forwarding to its upstream with the key put in.
   const servers: Record<string, Server> = { proxy };
   const agents: (HttpAgent | HttpsAgent)[] = [];
+  const meter = new AnswerMeter();
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out);
+    const forward = routeForwarder(route, out, meter);
     if (forward.agent) agents.push(forward.agent);
     server.on('request', forward.handle);
     server.on('connect', (_req: IncomingMessage, client: Socket) =>
@@ -126,7 +134,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     throw e;
   }
   const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
-  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
+  const metered = () => meter.metered();
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, metered, close };
 }
 
 type EgressWay = ReturnType<typeof egressWay>;
@@ -240,20 +249,11 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
           answer(res, 403, `forkflush: ${label}: ${(e as Error).message}`);
         },
       );
+    const path = `${url.pathname}${url.search}`;
+    const upstream = (socket: Socket) =>
+      httpRequest({ createConnection: () => socket, method: req.method, path, headers });
     out.open(host, port, reach, false).then(
-      (socket) =>
-        relay(
-          req,
-          res,
-          httpRequest({
-            createConnection: () => socket,
-            method: req.method,
-            path: `${url.pathname}${url.search}`,
-            headers,
-          }),
-          null,
-          out.watch(label),
-        ),
+      (socket) => relay(req, res, upstream(socket), null, out.watch(label)),
       (e: unknown) => {
         if (e instanceof Refused) out.refuse(label);
         else out.fail(label, e);
@@ -267,6 +267,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
 function routeForwarder(
   route: ProxyRoute,
   out: EgressWay,
+  meter: AnswerMeter,
 ): { handle: (req: IncomingMessage, res: ServerResponse) => void; agent: HttpAgent | HttpsAgent | null } {
   let base: URL | null = null;
   try {
@@ -305,7 +306,7 @@ function routeForwarder(
     if (secrets.length > 0) headers['accept-encoding'] = 'identity';
     const path = `${base.pathname.replace(/\/$/, '')}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(base.port || (tls ? 443 : 80)) };
-    const watch = out.watch(`${target.host}:${target.port}`);
+    const watch = { ...out.watch(`${target.host}:${target.port}`), answered: meter.watch.bind(meter) };
     const make = (createConnection?: () => Socket) =>
       (tls ? httpsRequest : httpRequest)({
         ...target,
@@ -376,6 +377,7 @@ function relay(
     }
     res.writeHead(answerMsg.statusCode ?? 502, out.headers);
     out.body.on('error', () => res.destroy()).pipe(res);
+    if (secrets?.length) watch.answered?.(out.body, headers['content-type']);
     answerMsg.on('error', () => res.destroy());
   });
   // The agent hung up first: the upstream's error that follows is its doing, not the upstream's.
@@ -410,15 +412,15 @@ function answer(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(`${text}\n`);
 }
 
-function refusal(label: string, why = 'it is not in the allowlist (sandbox.network)'): string {
-  const body = `forkflush: ${label} is refused: ${why}\n`;
-  return `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+/** A CONNECT's answer, written raw: a refusal (403), or a target that could not be reached (502). */
+function rawAnswer(status: string, text: string): string {
+  const body = `forkflush: ${text}\n`;
+  return `HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
-
-function failure(label: string, e: unknown): string {
-  const body = `forkflush: ${label} could not be reached: ${(e as Error).message}\n`;
-  return `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
-}
+const refusal = (label: string, why = 'it is not in the allowlist (sandbox.network)') =>
+  rawAnswer('403 Forbidden', `${label} is refused: ${why}`);
+const failure = (label: string, e: unknown) =>
+  rawAnswer('502 Bad Gateway', `${label} could not be reached: ${(e as Error).message}`);
 
 /** host:port of a CONNECT, or null when it is not one (an IPv6 address in brackets). */
 function authority(text: string): { host: string; port: number } | null {

@@ -24,6 +24,7 @@ import {
 import { RETRY_LEAST_SECONDS } from '../core/method.js';
 import type { AgentUsage, Retry } from '../core/state.js';
 import { failureLine, formatNumber } from '../core/text.js';
+import { shareOf, type Tally, tallySpend, usageOf } from '../core/usage.js';
 import { awakeNow } from '../io/awake.js';
 import type { RunResult } from '../io/process.js';
 
@@ -39,6 +40,8 @@ export interface TriesInput {
   evaluations: () => number;
   /** Why names the agent's output says were not found are hidden by the sandbox (null: they are not, or no sandbox). */
   hiddenCause?: (missing: string[], text: string) => Promise<AgentFailure | null>;
+  /** The model use the egress proxy relayed so far (io/egress-meter.ts): each try's share is its charge's floor. */
+  metered?: () => Tally;
   /** The connections the egress proxy refused so far, and its note on them (worker/egress.ts). */
   refused?: { count(): number; note(): string | null };
   /**
@@ -88,6 +91,7 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       return last;
     };
     const refusedBefore = input.refused?.count() ?? 0;
+    const meteredBefore = input.metered?.() ?? null;
     const offline = new AbortController();
     const unwatch = watchOffline(input, () => offline.abort('offline'));
     const outcome = await input.agent
@@ -95,9 +99,11 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       .finally(unwatch);
     outcomes.push(outcome);
     const interrupted = input.interrupt.aborted;
+    const metered = input.metered ? meteredSpend(input, shareOf(meteredBefore, input.metered()).share, outcome) : null;
     tries.push({
       seconds: outcome.seconds,
       reportedSpend: outcome.reportedSpend,
+      ...(metered ? { meteredSpend: metered } : {}),
       exit: outcome.exit,
       ...(interrupted ? { interrupted: true } : {}),
     });
@@ -197,6 +203,17 @@ async function recognise(
   if (known) return known;
   const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
   return { kind: 'crash', quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+
+/**
+ * A try's share of the model use the proxy relayed, in the budget's unit, where its answers stated
+ * more tokens than the agent reported (null where not): with the same tokens, the CLI's own price
+ * stands over forkflush's table.
+ */
+function meteredSpend(input: TriesInput, seen: Tally, outcome: AgentOutcome): number | null {
+  const tokens = (u: { inputTokens: number; outputTokens: number }) => u.inputTokens + u.outputTokens;
+  const said = outcome.usage ? tokens(outcome.usage) : 0;
+  return tokens(usageOf({ tally: seen })) > said ? tallySpend(input.charge.unit, seen) : null;
 }
 
 /**

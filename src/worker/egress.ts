@@ -10,6 +10,7 @@ import type { PlannedRoute } from '../agents/spec.js';
 import { specOf } from '../agents/specs.js';
 import type { AgentKind, Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor, unreachableNote } from '../core/egress.js';
+import type { Tally } from '../core/usage.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
 import { isAlive } from '../io/process-tree.js';
@@ -37,6 +38,8 @@ export interface Egress {
   traffic(): { reached: number; failed: number };
   /** How many connections the proxy refused so far. */
   refusedCount(): number;
+  /** The model use the answers it relayed on routes with keys stated, by model (io/egress-meter.ts). */
+  metered(): Tally;
   /** The keys the proxy holds: never in what forkflush records of the session (episode-agent.ts). */
   keys: string[];
   close(): Promise<void>;
@@ -142,6 +145,7 @@ async function agentSide(
     unreachable: () => unreachableNote(proxy.unreachable()),
     traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
+    metered: () => proxy.metered(),
     close: () => proxy.close(),
   };
 }

@@ -3,8 +3,10 @@
 // and the agent itself, tried again when it fails in a way that passes (agent-tries.ts).
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EGRESS_UNREACHABLE_CHECK_MS } from '../core/bounds.js';
+import { EGRESS_METER_CHECK_MS, EGRESS_UNREACHABLE_CHECK_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
+import { formatNumber } from '../core/text.js';
+import { tallySpend } from '../core/usage.js';
 import { type Cleaned, NOTHING_CLEANED, removeTree } from '../io/agent-files.js';
 import { NO_ACCOUNT } from '../io/sandbox.js';
 import { runTries, type Tried } from './agent-tries.js';
@@ -63,7 +65,8 @@ export async function prepareBox(job: EpisodeJob): Promise<EpisodeBox> {
 /** What the agent step leaves: the tries, what its sandbox refused and removed, and how to charge it. */
 export interface AgentRun {
   tried: Tried;
-  refused: string | null;
+  /** What the egress proxy refused or could not reach, and a stop for the model use it relayed; null: nothing. */
+  egressNote: string | null;
   removed: Cleaned;
   chargeBase: { unit: Config['budget']['unit']; allowance: number; limitSeconds: number };
   evaluations: () => number;
@@ -155,6 +158,16 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
         clearInterval(unreachable);
       }, EGRESS_UNREACHABLE_CHECK_MS)
     : undefined;
+  // Code the agent runs that asks the model with its placeholder key spends what no CLI counts: the
+  // answers the proxy relayed stop the agent once they state more than its allowance, as a CLI's do.
+  let meteredStop: string | null = null;
+  const metered = setInterval(() => {
+    const seen = tallySpend(unit, egress.metered());
+    if (seen === null || !(seen > episode.allowance)) return;
+    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past the episode's ${formatNumber(episode.allowance, 6)}`;
+    stopForBudget.abort('budget');
+    clearInterval(metered);
+  }, EGRESS_METER_CHECK_MS);
   let tried: Tried;
   try {
     tried = await runTries({
@@ -183,6 +196,7 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
       refused: { count: egress.refusedCount, note: egress.note },
+      metered: egress.metered,
       offline: { traffic: egress.traffic, note: egress.unreachable },
       ...(isolation.sandbox
         ? {
@@ -199,7 +213,9 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
     });
   } finally {
     clearInterval(unreachable);
+    clearInterval(metered);
     await close();
   }
-  return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
+  const egressNote = [egress.note(), meteredStop].filter(Boolean).join('; ') || null;
+  return { tried, egressNote, removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
 }

@@ -302,7 +302,7 @@ function resultOf(
       ...(job.notes ?? []),
       ...(r.start.note ? [r.start.note] : []),
       ...(outcome.note ? [outcome.note] : []),
-      ...(r.ran.refused ? [r.ran.refused] : []),
+      ...(r.ran.egressNote ? [r.ran.egressNote] : []),
       ...triesNotes(tried),
       ...(r.charge.note ? [r.charge.note] : []),
       ...(cleaned ? [cleaned] : []),

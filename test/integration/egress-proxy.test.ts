@@ -44,6 +44,21 @@ async function upstream(): Promise<{ port: number; seen: Seen[]; connects: strin
         setTimeout(() => res.end(body.subarray(12)), 50);
         return;
       }
+      // /used/<encoding>: a streamed model answer that states its use, compressed though the proxy asked for none.
+      const used = /\/used\/([\w-]+)$/.exec(req.url ?? '')?.[1];
+      if (used) {
+        const events = [
+          { type: 'message_start', message: { model: 'm', usage: { input_tokens: 30, output_tokens: 1 } } },
+          { type: 'message_delta', usage: { output_tokens: 12 } },
+        ];
+        const text = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+        const pack = { gzip: gzipSync, br: brotliCompressSync }[used] ?? Buffer.from;
+        const headers = {
+          'content-type': 'text/event-stream',
+          ...(used === 'identity' ? {} : { 'content-encoding': used }),
+        };
+        return void res.writeHead(200, headers).end(pack(text));
+      }
       if (req.url?.endsWith('/split')) {
         res.writeHead(200, { 'content-length': String(KEY.length + 4) });
         res.write(`[${KEY.slice(0, 9)}`);
@@ -162,6 +177,17 @@ describe('a model route', () => {
     expect(unknown.status).toBe(502);
     expect(unknown.body).toContain("cannot be searched for the model's key (zstd)");
     expect(unknown.body).not.toContain(KEY);
+  });
+
+  it('counts the model use its answers state, compressed or not; nothing for a request it refused or a route without keys', async () => {
+    const p = await proxyWith({ routes: [route(), { ...route(), name: 'login', keys: [] }] });
+    for (const encoding of ['identity', 'gzip', 'br'])
+      expect((await get(p.listeners.model as number, `/used/${encoding}`, { 'x-api-key': PLACEHOLDER })).status).toBe(
+        200,
+      );
+    expect((await get(p.listeners.model as number, '/used/identity')).status).toBe(401);
+    expect((await get(p.listeners.login as number, '/used/identity')).status).toBe(200);
+    expect(p.metered()).toEqual({ m: { input: 90, cached: 0, written: 0, output: 36, calls: 3, costUsd: null } });
   });
 
   it("without keys (a login's own credentials), passes requests as they are", async () => {

@@ -69,6 +69,28 @@ describe('chargeFor', () => {
     });
   });
 
+  it("charges no less than the model answers forkflush's proxy relayed stated, and no more where the agent reported more", () => {
+    const over = tokens([{ seconds: 9, reportedSpend: 2, meteredSpend: 15, exit: 'finished' }]);
+    expect(over).toMatchObject({ spent: 15, basis: 'measured' });
+    expect(over.note).toMatch(
+      /proxy relayed stated 15 tokens in their answers and the agent reported 2: the larger charged/,
+    );
+    expect(tokens([{ seconds: 9, reportedSpend: 20, meteredSpend: 15, exit: 'finished' }])).toEqual({
+      spent: 20,
+      basis: 'measured',
+    });
+    // A quick crash that reported nothing but whose calls were answered spent what they stated.
+    expect(tokens([{ seconds: 0.4, reportedSpend: null, meteredSpend: 3, exit: 'crash' }])).toMatchObject({
+      spent: 3,
+      basis: 'measured',
+    });
+    // An estimate above what the proxy saw stands (the agent may have spent elsewhere).
+    expect(tokens([{ seconds: 9, reportedSpend: null, meteredSpend: 3, exit: 'finished' }])).toMatchObject({
+      spent: 24,
+      basis: 'estimated',
+    });
+  });
+
   it('measures minutes by the time and evaluations by the count, whatever was reported', () => {
     const tries = [crash(30, 99), { seconds: 90, reportedSpend: null, exit: 'finished' as const }];
     expect(
