@@ -37100,110 +37100,6 @@ import { isIP as isIP2 } from "node:net";
 import { join as join16 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
-// src/core/answer-usage.ts
-var NOTHING_READ = { model: null, use: null };
-function usedIn(read2) {
-  return read2.use ? { model: read2.model ?? "unknown", use: { ...read2.use, calls: 1 } } : null;
-}
-function withDoc(so, doc) {
-  if (Array.isArray(doc)) return doc.reduce(withDoc, so);
-  if (!isRecord(doc)) return so;
-  const inner = [doc, doc.message, doc.response].filter(isRecord);
-  const named = inner.map((r) => r.model ?? r.modelVersion).find((m) => typeof m === "string");
-  let use2 = so.use;
-  for (const r of inner) {
-    const one = isRecord(r.usageMetadata) ? geminiUse(r.usageMetadata) : isRecord(r.usage) ? apiUse(r.usage) : null;
-    if (!one) continue;
-    use2 = use2 ? { ...use2 } : { input: 0, cached: 0, written: 0, output: 0 };
-    for (const k of ["input", "cached", "written", "output"]) use2[k] = Math.max(use2[k], one[k]);
-  }
-  return { model: so.model ?? named ?? null, use: use2 };
-}
-function apiUse(u) {
-  const details = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
-  if (u.prompt_tokens !== void 0 || u.completion_tokens !== void 0)
-    return {
-      input: count(u.prompt_tokens),
-      cached: count(details.cached_tokens),
-      written: 0,
-      output: count(u.completion_tokens)
-    };
-  if (u.input_tokens === void 0 && u.output_tokens === void 0) return null;
-  const [read2, wrote] = [count(u.cache_read_input_tokens), count(u.cache_creation_input_tokens)];
-  return {
-    input: count(u.input_tokens) + read2 + wrote,
-    cached: read2 + count(details.cached_tokens),
-    written: wrote,
-    output: count(u.output_tokens)
-  };
-}
-function geminiUse(u) {
-  return {
-    input: count(u.promptTokenCount) + count(u.toolUsePromptTokenCount),
-    cached: count(u.cachedContentTokenCount),
-    written: 0,
-    output: count(u.candidatesTokenCount) + count(u.thoughtsTokenCount)
-  };
-}
-
-// src/io/egress-meter.ts
-var AnswerMeter = class {
-  tally = {};
-  /** Everything counted so far, by model. */
-  metered() {
-    return sumTallies(this.tally);
-  }
-  /** Reads one answer's plain body beside whoever consumes it; counted once it ends, however it ends. */
-  watch(body, contentType) {
-    const type = String(contentType ?? "").toLowerCase();
-    const stream = type.includes("text/event-stream");
-    if (!stream && !type.includes("json")) return;
-    let read2 = NOTHING_READ;
-    let held = [];
-    let size = 0;
-    let skipping = false;
-    const line = (bytes) => {
-      const text = bytes.toString("utf8").trim();
-      if (text.startsWith("data:")) read2 = withDoc(read2, parsed(text.slice(5)));
-    };
-    body.on("data", (chunk) => {
-      if (!stream) {
-        size += chunk.length;
-        if (size > EGRESS_METER_MAX_BYTES) held = [];
-        else held.push(chunk);
-        return;
-      }
-      for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10)) {
-        if (!skipping) line(Buffer.concat([...held, chunk.subarray(0, at)]));
-        [held, size, skipping, chunk] = [[], 0, false, chunk.subarray(at + 1)];
-      }
-      if (skipping) return;
-      held.push(chunk);
-      size += chunk.length;
-      if (size > EGRESS_METER_MAX_BYTES) [held, size, skipping] = [[], 0, true];
-    });
-    let counted = false;
-    const count3 = () => {
-      if (counted) return;
-      counted = true;
-      if (stream && !skipping) line(Buffer.concat(held));
-      if (!stream && size <= EGRESS_METER_MAX_BYTES) read2 = withDoc(read2, parsed(Buffer.concat(held).toString("utf8")));
-      const used = usedIn(read2);
-      if (used) addUse(this.tally, used.model, used.use);
-    };
-    body.on("end", count3);
-    body.on("close", count3);
-    body.on("error", count3);
-  }
-};
-function parsed(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
 // src/io/egress-upstream.ts
 import { lookup } from "node:dns/promises";
 import { BlockList, connect, isIP } from "node:net";
@@ -37378,10 +37274,9 @@ async function startEgressProxy(o) {
   proxy.on("request", requestHandler(o, out));
   const servers = { proxy };
   const agents = [];
-  const meter = new AnswerMeter();
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out, meter);
+    const forward = routeForwarder(route, out, o.answered);
     if (forward.agent) agents.push(forward.agent);
     server.on("request", forward.handle);
     server.on(
@@ -37410,8 +37305,7 @@ async function startEgressProxy(o) {
     throw e;
   }
   const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
-  const metered = () => meter.metered();
-  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, metered, close };
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
 }
 function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
@@ -37520,7 +37414,7 @@ function requestHandler(o, out) {
     );
   };
 }
-function routeForwarder(route, out, meter) {
+function routeForwarder(route, out, answered) {
   let base = null;
   try {
     base = new URL(route.upstream);
@@ -37555,7 +37449,7 @@ function routeForwarder(route, out, meter) {
     if (secrets.length > 0) headers["accept-encoding"] = "identity";
     const path = `${base.pathname.replace(/\/$/, "")}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(base.port || (tls ? 443 : 80)) };
-    const watch = { ...out.watch(`${target.host}:${target.port}`), answered: meter.watch.bind(meter) };
+    const watch = { ...out.watch(`${target.host}:${target.port}`), answered };
     const make = (createConnection) => (tls ? httpsRequest : httpRequest)({
       ...target,
       method: req.method,
@@ -37666,6 +37560,110 @@ function listen(server, socket) {
   });
 }
 
+// src/core/answer-usage.ts
+var NOTHING_READ = { model: null, use: null };
+function usedIn(read2) {
+  return read2.use ? { model: read2.model ?? "unknown", use: { ...read2.use, calls: 1 } } : null;
+}
+function withDoc(so, doc) {
+  if (Array.isArray(doc)) return doc.reduce(withDoc, so);
+  if (!isRecord(doc)) return so;
+  const inner = [doc, doc.message, doc.response].filter(isRecord);
+  const named = inner.map((r) => r.model ?? r.modelVersion).find((m) => typeof m === "string");
+  let use2 = so.use;
+  for (const r of inner) {
+    const one = isRecord(r.usageMetadata) ? geminiUse(r.usageMetadata) : isRecord(r.usage) ? apiUse(r.usage) : null;
+    if (!one) continue;
+    use2 = use2 ? { ...use2 } : { input: 0, cached: 0, written: 0, output: 0 };
+    for (const k of ["input", "cached", "written", "output"]) use2[k] = Math.max(use2[k], one[k]);
+  }
+  return { model: so.model ?? named ?? null, use: use2 };
+}
+function apiUse(u) {
+  const details = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
+  if (u.prompt_tokens !== void 0 || u.completion_tokens !== void 0)
+    return {
+      input: count(u.prompt_tokens),
+      cached: count(details.cached_tokens),
+      written: 0,
+      output: count(u.completion_tokens)
+    };
+  if (u.input_tokens === void 0 && u.output_tokens === void 0) return null;
+  const [read2, wrote] = [count(u.cache_read_input_tokens), count(u.cache_creation_input_tokens)];
+  return {
+    input: count(u.input_tokens) + read2 + wrote,
+    cached: read2 + count(details.cached_tokens),
+    written: wrote,
+    output: count(u.output_tokens)
+  };
+}
+function geminiUse(u) {
+  return {
+    input: count(u.promptTokenCount) + count(u.toolUsePromptTokenCount),
+    cached: count(u.cachedContentTokenCount),
+    written: 0,
+    output: count(u.candidatesTokenCount) + count(u.thoughtsTokenCount)
+  };
+}
+
+// src/worker/answer-meter.ts
+var AnswerMeter = class {
+  tally = {};
+  /** Everything counted so far, by model. */
+  metered() {
+    return sumTallies(this.tally);
+  }
+  /** Reads one answer's plain body beside whoever consumes it; counted once it ends, however it ends. */
+  watch(body, contentType) {
+    const type = String(contentType ?? "").toLowerCase();
+    const stream = type.includes("text/event-stream");
+    if (!stream && !type.includes("json")) return;
+    let read2 = NOTHING_READ;
+    let held = [];
+    let size = 0;
+    let skipping = false;
+    const line = (bytes) => {
+      const text = bytes.toString("utf8").trim();
+      if (text.startsWith("data:")) read2 = withDoc(read2, parsed(text.slice(5)));
+    };
+    body.on("data", (chunk) => {
+      if (!stream) {
+        size += chunk.length;
+        if (size > EGRESS_METER_MAX_BYTES) held = [];
+        else held.push(chunk);
+        return;
+      }
+      for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10)) {
+        if (!skipping) line(Buffer.concat([...held, chunk.subarray(0, at)]));
+        [held, size, skipping, chunk] = [[], 0, false, chunk.subarray(at + 1)];
+      }
+      if (skipping) return;
+      held.push(chunk);
+      size += chunk.length;
+      if (size > EGRESS_METER_MAX_BYTES) [held, size, skipping] = [[], 0, true];
+    });
+    let counted = false;
+    const count3 = () => {
+      if (counted) return;
+      counted = true;
+      if (stream && !skipping) line(Buffer.concat(held));
+      if (!stream && size <= EGRESS_METER_MAX_BYTES) read2 = withDoc(read2, parsed(Buffer.concat(held).toString("utf8")));
+      const used = usedIn(read2);
+      if (used) addUse(this.tally, used.model, used.use);
+    };
+    body.on("end", count3);
+    body.on("close", count3);
+    body.on("error", count3);
+  }
+};
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
 // src/worker/egress.ts
 var INSIDE_PORT = 18080;
 var PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
@@ -37681,18 +37679,20 @@ async function startEgress(o) {
   const hosts = allowedHosts(o.config, plan2.hosts);
   const socketDir = o.sandboxed ? await socketFolder() : null;
   if (socketDir) await chmod2(socketDir, 457);
+  const meter = new AnswerMeter();
   const proxy = await startEgressProxy({
     socketDir,
     routes: plan2.routes,
     reach: (host, port) => matchHost(hosts, host, port),
-    env: o.machine ?? o.env
+    env: o.machine ?? o.env,
+    answered: (body, type) => meter.watch(body, type)
   }).catch(async (e) => {
     if (socketDir) await rm10(socketDir, { recursive: true, force: true });
     throw e;
   });
   try {
     const keys = plan2.routes.flatMap((r) => r.keys.map((k) => k.value));
-    return { ...await agentSide(proxy, socketDir, plan2.agentEnv), keys };
+    return { ...await agentSide(proxy, socketDir, plan2.agentEnv), keys, metered: () => meter.metered() };
   } catch (e) {
     await proxy.close();
     throw e;
@@ -37737,7 +37737,6 @@ async function agentSide(proxy, socketDir, agentEnv) {
     unreachable: () => unreachableNote(proxy.unreachable()),
     traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
-    metered: () => proxy.metered(),
     close: () => proxy.close()
   };
 }

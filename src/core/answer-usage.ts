@@ -1,5 +1,5 @@
 // What a model API's answer says it used, read by forkflush's egress proxy from the answers it relays
-// on a model route (io/egress-meter.ts): the charge's floor where the agent reports less (core/charge.ts).
+// on a model route (worker/answer-meter.ts): the charge's floor where the agent reports less (core/charge.ts).
 // A CLI counts its own calls; code the agent wrote that calls the model through the route with its
 // placeholder key (a solver that asks the model, a loop left running) is counted only here.
 // The answers' shapes, each a JSON body or the JSON events of a stream (SSE):

@@ -26,7 +26,7 @@ export interface TryFacts {
   reportedSpend: number | null;
   /**
    * What the answers of the model calls forkflush's egress proxy relayed stated, in the budget's
-   * unit (io/egress-meter.ts): the charge is never less. A CLI does not count what code its agent
+   * unit (worker/answer-meter.ts): the charge is never less. A CLI does not count what code its agent
    * wrote asks the model with the placeholder key.
    */
   meteredSpend?: number;

@@ -27,9 +27,7 @@ import {
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
 } from '../core/bounds.js';
-import type { Tally } from '../core/usage.js';
 import { masked } from './egress-mask.js';
-import { AnswerMeter } from './egress-meter.js';
 import {
   dial,
   isInternal,
@@ -59,6 +57,8 @@ export interface EgressProxyOptions {
   reach(host: string, port: number): Reach;
   /** The environment whose HTTPS_PROXY, HTTP_PROXY and NO_PROXY are the machine's way out. */
   env: NodeJS.ProcessEnv;
+  /** Each answer of a route with keys, plain, as the agent gets it (read for the use it states: worker/answer-meter.ts). */
+  answered?(body: Readable, contentType: string | string[] | undefined): void;
 }
 
 export interface EgressProxy {
@@ -70,8 +70,6 @@ export interface EgressProxy {
   unreachable(): ReadonlyMap<string, string>;
   /** Connections to allowed targets so far: how many reached them (a tunnel opened, an answer came), how many failed. */
   traffic(): { reached: number; failed: number };
-  /** The model use the answers on the routes with keys stated (io/egress-meter.ts), by model. */
-  metered(): Tally;
   close(): Promise<void>;
 }
 
@@ -101,10 +99,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   // 3. One listener per model route, forwarding to its upstream with the key put in.
   const servers: Record<string, Server> = { proxy };
   const agents: (HttpAgent | HttpsAgent)[] = [];
-  const meter = new AnswerMeter();
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out, meter);
+    const forward = routeForwarder(route, out, o.answered);
     if (forward.agent) agents.push(forward.agent);
     server.on('request', forward.handle);
     server.on('connect', (_req: IncomingMessage, client: Socket) =>
@@ -134,8 +131,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     throw e;
   }
   const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
-  const metered = () => meter.metered();
-  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, metered, close };
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
 }
 
 type EgressWay = ReturnType<typeof egressWay>;
@@ -267,7 +263,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
 function routeForwarder(
   route: ProxyRoute,
   out: EgressWay,
-  meter: AnswerMeter,
+  answered: EgressProxyOptions['answered'],
 ): { handle: (req: IncomingMessage, res: ServerResponse) => void; agent: HttpAgent | HttpsAgent | null } {
   let base: URL | null = null;
   try {
@@ -306,7 +302,7 @@ function routeForwarder(
     if (secrets.length > 0) headers['accept-encoding'] = 'identity';
     const path = `${base.pathname.replace(/\/$/, '')}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(base.port || (tls ? 443 : 80)) };
-    const watch = { ...out.watch(`${target.host}:${target.port}`), answered: meter.watch.bind(meter) };
+    const watch = { ...out.watch(`${target.host}:${target.port}`), answered };
     const make = (createConnection?: () => Socket) =>
       (tls ? httpsRequest : httpRequest)({
         ...target,

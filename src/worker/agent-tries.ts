@@ -40,7 +40,7 @@ export interface TriesInput {
   evaluations: () => number;
   /** Why names the agent's output says were not found are hidden by the sandbox (null: they are not, or no sandbox). */
   hiddenCause?: (missing: string[], text: string) => Promise<AgentFailure | null>;
-  /** The model use the egress proxy relayed so far (io/egress-meter.ts): each try's share is its charge's floor. */
+  /** The model use the egress proxy relayed so far (worker/answer-meter.ts): each try's share is its charge's floor. */
   metered?: () => Tally;
   /** The connections the egress proxy refused so far, and its note on them (worker/egress.ts). */
   refused?: { count(): number; note(): string | null };

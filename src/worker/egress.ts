@@ -14,6 +14,7 @@ import type { Tally } from '../core/usage.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
 import { isAlive } from '../io/process-tree.js';
+import { AnswerMeter } from './answer-meter.js';
 
 /** Where the proxy and the routes are inside the sandbox: ports of its own loopback (nothing else listens there). */
 const INSIDE_PORT = 18_080;
@@ -38,7 +39,7 @@ export interface Egress {
   traffic(): { reached: number; failed: number };
   /** How many connections the proxy refused so far. */
   refusedCount(): number;
-  /** The model use the answers it relayed on routes with keys stated, by model (io/egress-meter.ts). */
+  /** The model use the answers it relayed on routes with keys stated, by model (answer-meter.ts). */
   metered(): Tally;
   /** The keys the proxy holds: never in what forkflush records of the session (episode-agent.ts). */
   keys: string[];
@@ -73,18 +74,20 @@ export async function startEgress(o: {
   // listable; the sockets open to the sandbox's user (nobody, under root).
   const socketDir = o.sandboxed ? await socketFolder() : null;
   if (socketDir) await chmod(socketDir, 0o711);
+  const meter = new AnswerMeter();
   const proxy = await startEgressProxy({
     socketDir,
     routes: plan.routes,
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env,
+    answered: (body, type) => meter.watch(body, type),
   }).catch(async (e: unknown) => {
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
     throw e;
   });
   try {
     const keys = plan.routes.flatMap((r) => r.keys.map((k) => k.value));
-    return { ...(await agentSide(proxy, socketDir, plan.agentEnv)), keys };
+    return { ...(await agentSide(proxy, socketDir, plan.agentEnv)), keys, metered: () => meter.metered() };
   } catch (e) {
     // The proxy and its folder go with a session that could not be set up.
     await proxy.close();
@@ -119,7 +122,7 @@ async function agentSide(
   proxy: EgressProxy,
   socketDir: string | null,
   agentEnv: (urls: Record<string, string>) => NodeJS.ProcessEnv,
-): Promise<Omit<Egress, 'keys'>> {
+): Promise<Omit<Egress, 'keys' | 'metered'>> {
   const names = Object.keys(proxy.listeners);
   // Inside the sandbox each listener gets a port of its loopback; outside, its own port here.
   const port = (name: string) => {
@@ -145,7 +148,6 @@ async function agentSide(
     unreachable: () => unreachableNote(proxy.unreachable()),
     traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
-    metered: () => proxy.metered(),
     close: () => proxy.close(),
   };
 }

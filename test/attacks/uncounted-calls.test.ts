@@ -1,7 +1,7 @@
 // Model calls no CLI counts: code the agent wrote (a solver that asks the model, a loop left running)
 // calls the model through its route with the placeholder key it holds, and the agent reports
 // spending nothing. The answers forkflush's proxy relays state what each call used
-// (io/egress-meter.ts): the episode is charged no less, and stopped once they pass its allowance.
+// (worker/answer-meter.ts): the episode is charged no less, and stopped once they pass its allowance.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';

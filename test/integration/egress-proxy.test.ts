@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
+import { AnswerMeter } from '../../src/worker/answer-meter.js';
 import { startEgress } from '../../src/worker/egress.js';
 import { raw } from './raw-http.js';
 
@@ -109,12 +110,14 @@ async function proxyWith(o: {
   allow?: (host: string, port: number) => 'named' | 'wildcard' | null;
   routes?: ProxyRoute[];
   env?: NodeJS.ProcessEnv;
+  meter?: AnswerMeter;
 }) {
   const p = await startEgressProxy({
     socketDir: null,
     routes: o.routes ?? [],
     reach: o.allow ?? (() => null),
     env: o.env ?? {},
+    ...(o.meter ? { answered: o.meter.watch.bind(o.meter) } : {}),
   });
   open.push(p);
   return p;
@@ -180,14 +183,15 @@ describe('a model route', () => {
   });
 
   it('counts the model use its answers state, compressed or not; nothing for a request it refused or a route without keys', async () => {
-    const p = await proxyWith({ routes: [route(), { ...route(), name: 'login', keys: [] }] });
+    const meter = new AnswerMeter();
+    const p = await proxyWith({ routes: [route(), { ...route(), name: 'login', keys: [] }], meter });
     for (const encoding of ['identity', 'gzip', 'br'])
       expect((await get(p.listeners.model as number, `/used/${encoding}`, { 'x-api-key': PLACEHOLDER })).status).toBe(
         200,
       );
     expect((await get(p.listeners.model as number, '/used/identity')).status).toBe(401);
     expect((await get(p.listeners.login as number, '/used/identity')).status).toBe(200);
-    expect(p.metered()).toEqual({ m: { input: 90, cached: 0, written: 0, output: 36, calls: 3, costUsd: null } });
+    expect(meter.metered()).toEqual({ m: { input: 90, cached: 0, written: 0, output: 36, calls: 3, costUsd: null } });
   });
 
   it("without keys (a login's own credentials), passes requests as they are", async () => {

@@ -1,11 +1,11 @@
 // What model APIs' answers state they used (core/answer-usage.ts), and the proxy's meter that reads
-// them as they stream (io/egress-meter.ts). The shapes are the providers' documented ones:
+// them as they stream (worker/answer-meter.ts). The shapes are the providers' documented ones:
 // Anthropic Messages, OpenAI Chat Completions and Responses, Gemini generateContent.
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { answerUse } from '../../src/core/answer-usage.js';
 import { EGRESS_METER_MAX_BYTES } from '../../src/core/bounds.js';
-import { AnswerMeter } from '../../src/io/egress-meter.js';
+import { AnswerMeter } from '../../src/worker/answer-meter.js';
 
 const use = (input: number, cached: number, written: number, output: number) => ({
   input,

@@ -1,4 +1,4 @@
-// The model use the egress proxy relays on its model routes, counted from the answers themselves
+// The model use the egress proxy (io/egress-proxy.ts) relays on its model routes, counted from the answers themselves
 // (core/answer-usage.ts): a JSON body read whole, a stream (SSE) line by line as it passes. An answer
 // cut short counts what it stated before the cut (the input of a stream is stated at its start).
 import type { Readable } from 'node:stream';
