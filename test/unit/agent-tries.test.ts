@@ -183,6 +183,22 @@ describe('runTries', () => {
     expect(t.retries.map((r) => r.kind)).toEqual(['overload', 'overload']);
   });
 
+  it("gives each try its share of what the proxy's answers stated, where they state more tokens than the agent reported", async () => {
+    const m = (input: number, output: number) => ({
+      m: { input, cached: 0, written: 0, output, calls: 1, costUsd: null },
+    });
+    // The proxy's running total: 10 tokens during the failed try, 10 more (what the CLI reported) then 30 during the last.
+    const totals = [m(0, 0), m(6, 4), m(6, 4), m(30, 20)];
+    let read = 0;
+    const h = harness([limited, done], { metered: () => totals[Math.min(read++, totals.length - 1)] ?? {} });
+    const tried = await runTries(h.input);
+    expect(tried.tries.map((t) => t.meteredSpend)).toEqual([10, 40]);
+    // The same tokens as the agent reported: its own figure stands (its price, in usd, over forkflush's table).
+    let asked = 0;
+    const same = harness([done], { metered: () => (asked++ === 0 ? {} : m(8, 2)) });
+    expect((await runTries(same.input)).tries[0]?.meteredSpend).toBeUndefined();
+  });
+
   it('does not wait when no time would be left for another try', async () => {
     const h = harness([limited, done], { deadlineMs: 40_000 });
     const t = await runTries(h.input);
