@@ -37030,6 +37030,62 @@ function abortableSleep(ms, signal) {
 import { randomBytes } from "node:crypto";
 import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm10 } from "node:fs/promises";
 
+// src/core/answer-usage.ts
+var NOTHING_READ = { model: null, use: null };
+function usedIn(read2) {
+  return read2.use ? { model: read2.model ?? "unknown", use: { ...read2.use, calls: 1 } } : null;
+}
+function withDoc(so, doc) {
+  if (Array.isArray(doc)) return doc.reduce(withDoc, so);
+  if (!isRecord(doc)) return so;
+  const inner = [doc, doc.message, doc.response].filter(isRecord);
+  const named = inner.map((r) => r.model ?? r.modelVersion).find((m) => typeof m === "string");
+  let use2 = so.use;
+  for (const r of inner) {
+    const one = isRecord(r.usageMetadata) ? geminiUse(r.usageMetadata) : isRecord(r.usage) ? apiUse(r.usage) : null;
+    if (!one) continue;
+    use2 = use2 ? { ...use2 } : { input: 0, cached: 0, written: 0, output: 0 };
+    for (const k of ["input", "cached", "written", "output"]) use2[k] = Math.max(use2[k], one[k]);
+  }
+  return { model: so.model ?? named ?? null, use: use2 };
+}
+var UNCOUNTED = [
+  [/\/batches(\/|:|$)|:batchGenerateContent$|:asyncBatchEmbedContent$/i, "a batch"],
+  [/\/fine[_-]tun(ing|es)(\/|$)|\/tunedModels(\/|:|$)/i, "a fine-tuning job"]
+];
+function uncountedSpend(method, path) {
+  if (/^(GET|HEAD|OPTIONS)$/i.test(method)) return null;
+  const p = path.split("?")[0] ?? "";
+  const found = UNCOUNTED.find(([pattern]) => pattern.test(p))?.[1];
+  return found ? `${method} ${p} is not forwarded: ${found} spends the model's key where no answer states what it used, so forkflush could not count it against the budget` : null;
+}
+function apiUse(u) {
+  const details = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
+  if (u.prompt_tokens !== void 0 || u.completion_tokens !== void 0)
+    return {
+      input: count(u.prompt_tokens),
+      cached: count(details.cached_tokens),
+      written: 0,
+      output: count(u.completion_tokens)
+    };
+  if (u.input_tokens === void 0 && u.output_tokens === void 0) return null;
+  const [read2, wrote] = [count(u.cache_read_input_tokens), count(u.cache_creation_input_tokens)];
+  return {
+    input: count(u.input_tokens) + read2 + wrote,
+    cached: read2 + count(details.cached_tokens),
+    written: wrote,
+    output: count(u.output_tokens)
+  };
+}
+function geminiUse(u) {
+  return {
+    input: count(u.promptTokenCount) + count(u.toolUsePromptTokenCount),
+    cached: count(u.cachedContentTokenCount),
+    written: 0,
+    output: count(u.candidatesTokenCount) + count(u.thoughtsTokenCount)
+  };
+}
+
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile7 } from "node:fs/promises";
 import { join as join15 } from "node:path";
@@ -37276,7 +37332,7 @@ async function startEgressProxy(o) {
   const agents = [];
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out, o.answered);
+    const forward = routeForwarder(route, out, o);
     if (forward.agent) agents.push(forward.agent);
     server.on("request", forward.handle);
     server.on(
@@ -37414,7 +37470,7 @@ function requestHandler(o, out) {
     );
   };
 }
-function routeForwarder(route, out, answered) {
+function routeForwarder(route, out, { answered, refuses }) {
   let base = null;
   try {
     base = new URL(route.upstream);
@@ -37429,6 +37485,8 @@ function routeForwarder(route, out, answered) {
     if (problem2 || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem2}`);
     if (!req.url?.startsWith("/"))
       return void answer(res, 400, "forkflush: this address takes paths of the model API only");
+    const refused = route.keys.length > 0 ? refuses?.(req.method ?? "GET", req.url) : null;
+    if (refused) return void answer(res, 403, `forkflush: ${refused}`);
     const headers = forwarded2(req);
     let swapped = false;
     for (const k of route.keys)
@@ -37560,52 +37618,6 @@ function listen(server, socket) {
   });
 }
 
-// src/core/answer-usage.ts
-var NOTHING_READ = { model: null, use: null };
-function usedIn(read2) {
-  return read2.use ? { model: read2.model ?? "unknown", use: { ...read2.use, calls: 1 } } : null;
-}
-function withDoc(so, doc) {
-  if (Array.isArray(doc)) return doc.reduce(withDoc, so);
-  if (!isRecord(doc)) return so;
-  const inner = [doc, doc.message, doc.response].filter(isRecord);
-  const named = inner.map((r) => r.model ?? r.modelVersion).find((m) => typeof m === "string");
-  let use2 = so.use;
-  for (const r of inner) {
-    const one = isRecord(r.usageMetadata) ? geminiUse(r.usageMetadata) : isRecord(r.usage) ? apiUse(r.usage) : null;
-    if (!one) continue;
-    use2 = use2 ? { ...use2 } : { input: 0, cached: 0, written: 0, output: 0 };
-    for (const k of ["input", "cached", "written", "output"]) use2[k] = Math.max(use2[k], one[k]);
-  }
-  return { model: so.model ?? named ?? null, use: use2 };
-}
-function apiUse(u) {
-  const details = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
-  if (u.prompt_tokens !== void 0 || u.completion_tokens !== void 0)
-    return {
-      input: count(u.prompt_tokens),
-      cached: count(details.cached_tokens),
-      written: 0,
-      output: count(u.completion_tokens)
-    };
-  if (u.input_tokens === void 0 && u.output_tokens === void 0) return null;
-  const [read2, wrote] = [count(u.cache_read_input_tokens), count(u.cache_creation_input_tokens)];
-  return {
-    input: count(u.input_tokens) + read2 + wrote,
-    cached: read2 + count(details.cached_tokens),
-    written: wrote,
-    output: count(u.output_tokens)
-  };
-}
-function geminiUse(u) {
-  return {
-    input: count(u.promptTokenCount) + count(u.toolUsePromptTokenCount),
-    cached: count(u.cachedContentTokenCount),
-    written: 0,
-    output: count(u.candidatesTokenCount) + count(u.thoughtsTokenCount)
-  };
-}
-
 // src/worker/answer-meter.ts
 var AnswerMeter = class {
   tally = {};
@@ -37685,7 +37697,8 @@ async function startEgress(o) {
     routes: plan2.routes,
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env,
-    answered: (body, type) => meter.watch(body, type)
+    answered: (body, type) => meter.watch(body, type),
+    refuses: uncountedSpend
   }).catch(async (e) => {
     if (socketDir) await rm10(socketDir, { recursive: true, force: true });
     throw e;

@@ -52,6 +52,26 @@ export function withDoc(so: AnswerRead, doc: unknown): AnswerRead {
   return { model: so.model ?? named ?? null, use };
 }
 
+/**
+ * Requests that spend where no answer states it, refused on a route with keys: a batch (its
+ * answers come later, elsewhere, or never asked for), a fine-tuning job. Reading what they made
+ * (a GET) spends nothing and goes through.
+ */
+const UNCOUNTED: readonly [RegExp, string][] = [
+  [/\/batches(\/|:|$)|:batchGenerateContent$|:asyncBatchEmbedContent$/i, 'a batch'],
+  [/\/fine[_-]tun(ing|es)(\/|$)|\/tunedModels(\/|:|$)/i, 'a fine-tuning job'],
+];
+
+/** Why a model route does not forward a request (its spend would be counted nowhere), or null. */
+export function uncountedSpend(method: string, path: string): string | null {
+  if (/^(GET|HEAD|OPTIONS)$/i.test(method)) return null;
+  const p = path.split('?')[0] ?? '';
+  const found = UNCOUNTED.find(([pattern]) => pattern.test(p))?.[1];
+  return found
+    ? `${method} ${p} is not forwarded: ${found} spends the model's key where no answer states what it used, so forkflush could not count it against the budget`
+    : null;
+}
+
 type Counts = Pick<ModelUse, 'input' | 'cached' | 'written' | 'output'>;
 
 /** Anthropic's, OpenAI's Chat Completions' and Responses' `usage`: input counts the cache's parts too. */

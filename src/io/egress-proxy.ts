@@ -59,6 +59,8 @@ export interface EgressProxyOptions {
   env: NodeJS.ProcessEnv;
   /** Each answer of a route with keys, plain, as the agent gets it (read for the use it states: worker/answer-meter.ts). */
   answered?(body: Readable, contentType: string | string[] | undefined): void;
+  /** Why a route does not forward a request (a spend no answer would state), or null. */
+  refuses?(method: string, path: string): string | null;
 }
 
 export interface EgressProxy {
@@ -101,7 +103,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const agents: (HttpAgent | HttpsAgent)[] = [];
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out, o.answered);
+    const forward = routeForwarder(route, out, o);
     if (forward.agent) agents.push(forward.agent);
     server.on('request', forward.handle);
     server.on('connect', (_req: IncomingMessage, client: Socket) =>
@@ -263,7 +265,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
 function routeForwarder(
   route: ProxyRoute,
   out: EgressWay,
-  answered: EgressProxyOptions['answered'],
+  { answered, refuses }: Pick<EgressProxyOptions, 'answered' | 'refuses'>,
 ): { handle: (req: IncomingMessage, res: ServerResponse) => void; agent: HttpAgent | HttpsAgent | null } {
   let base: URL | null = null;
   try {
@@ -281,6 +283,8 @@ function routeForwarder(
     if (problem || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem}`);
     if (!req.url?.startsWith('/'))
       return void answer(res, 400, 'forkflush: this address takes paths of the model API only');
+    const refused = route.keys.length > 0 ? refuses?.(req.method ?? 'GET', req.url) : null;
+    if (refused) return void answer(res, 403, `forkflush: ${refused}`);
     const headers = forwarded(req);
     let swapped = false;
     for (const k of route.keys)

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { PlannedRoute } from '../agents/spec.js';
 import { specOf } from '../agents/specs.js';
+import { uncountedSpend } from '../core/answer-usage.js';
 import type { AgentKind, Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor, unreachableNote } from '../core/egress.js';
 import type { Tally } from '../core/usage.js';
@@ -81,6 +82,7 @@ export async function startEgress(o: {
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env,
     answered: (body, type) => meter.watch(body, type),
+    refuses: uncountedSpend,
   }).catch(async (e: unknown) => {
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
     throw e;

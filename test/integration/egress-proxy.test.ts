@@ -10,6 +10,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { uncountedSpend } from '../../src/core/answer-usage.js';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
 import { AnswerMeter } from '../../src/worker/answer-meter.js';
 import { startEgress } from '../../src/worker/egress.js';
@@ -93,6 +94,19 @@ function get(
   });
 }
 
+/** A POST with an empty JSON body. */
+function post(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
+
 let up: Awaited<ReturnType<typeof upstream>>;
 const open: EgressProxy[] = [];
 beforeAll(async () => {
@@ -111,6 +125,7 @@ async function proxyWith(o: {
   routes?: ProxyRoute[];
   env?: NodeJS.ProcessEnv;
   meter?: AnswerMeter;
+  refuses?: (method: string, path: string) => string | null;
 }) {
   const p = await startEgressProxy({
     socketDir: null,
@@ -118,6 +133,7 @@ async function proxyWith(o: {
     reach: o.allow ?? (() => null),
     env: o.env ?? {},
     ...(o.meter ? { answered: o.meter.watch.bind(o.meter) } : {}),
+    ...(o.refuses ? { refuses: o.refuses } : {}),
   });
   open.push(p);
   return p;
@@ -192,6 +208,18 @@ describe('a model route', () => {
     expect((await get(p.listeners.model as number, '/used/identity')).status).toBe(401);
     expect((await get(p.listeners.login as number, '/used/identity')).status).toBe(200);
     expect(meter.metered()).toEqual({ m: { input: 90, cached: 0, written: 0, output: 36, calls: 3, costUsd: null } });
+  });
+
+  it('does not forward a request whose spend no answer would state (a batch), on a route with keys', async () => {
+    const p = await proxyWith({ routes: [route()], refuses: uncountedSpend });
+    const before = up.seen.length;
+    const batch = await post(p.listeners.model as number, '/v1/messages/batches', { 'x-api-key': PLACEHOLDER });
+    expect(batch.status).toBe(403);
+    expect(batch.body).toMatch(/POST \/v1\/messages\/batches is not forwarded: a batch spends/);
+    expect(up.seen.length).toBe(before);
+    expect(
+      (await get(p.listeners.model as number, '/v1/messages/batches/b1', { 'x-api-key': PLACEHOLDER })).status,
+    ).toBe(200);
   });
 
   it("without keys (a login's own credentials), passes requests as they are", async () => {

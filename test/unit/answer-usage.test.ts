@@ -3,7 +3,7 @@
 // Anthropic Messages, OpenAI Chat Completions and Responses, Gemini generateContent.
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { answerUse } from '../../src/core/answer-usage.js';
+import { answerUse, uncountedSpend } from '../../src/core/answer-usage.js';
 import { EGRESS_METER_MAX_BYTES } from '../../src/core/bounds.js';
 import { AnswerMeter } from '../../src/worker/answer-meter.js';
 
@@ -76,6 +76,33 @@ describe("a model answer's stated use", () => {
       model: 'unknown',
       use: use(0, 0, 0, 0),
     });
+  });
+});
+
+describe('what a model route does not forward', () => {
+  it("refuses creating a batch or a fine-tuning job, each provider's way; reading one, and every call that answers, goes", () => {
+    for (const [method, path] of [
+      ['POST', '/v1/messages/batches'],
+      ['POST', '/v1/batches?beta=true'],
+      ['POST', '/v1beta/models/gemini-2.5-pro:batchGenerateContent'],
+      ['POST', '/v1beta/models/text-embedding-004:asyncBatchEmbedContent'],
+      ['POST', '/v1/fine_tuning/jobs'],
+      ['POST', '/v1/fine-tunes'],
+      ['POST', '/v1beta/tunedModels'],
+    ])
+      expect(uncountedSpend(method as string, path as string), path).toMatch(
+        /is not forwarded: a (batch|fine-tuning job) spends/,
+      );
+    for (const [method, path] of [
+      ['GET', '/v1/messages/batches/msgbatch_1/results'],
+      ['POST', '/v1/messages'],
+      ['POST', '/v1/messages/count_tokens'],
+      ['POST', '/v1/responses'],
+      ['POST', '/v1/chat/completions'],
+      ['POST', '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse'],
+      ['POST', '/v1beta/models/text-embedding-004:batchEmbedContents'],
+    ])
+      expect(uncountedSpend(method as string, path as string), path).toBeNull();
   });
 });
 
