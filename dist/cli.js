@@ -37049,6 +37049,11 @@ function withDoc(so, doc) {
   }
   return { model: so.model ?? named ?? null, use: use2 };
 }
+var BYTES_PER_TOKEN = 4;
+function sizeEstimate(model, requestBytes, streamBytes) {
+  const [input2, output2] = [requestBytes, streamBytes].map((b) => Math.ceil(b / BYTES_PER_TOKEN));
+  return { model: model ?? "unknown", use: { input: input2, cached: 0, written: 0, output: output2, calls: 1 } };
+}
 var UNCOUNTED = [
   [/\/batches(\/|:|$)|:batchGenerateContent$|:asyncBatchEmbedContent$/i, "a batch"],
   [/\/fine[_-]tun(ing|es)(\/|$)|\/tunedModels(\/|:|$)/i, "a fine-tuning job"]
@@ -37559,7 +37564,7 @@ function relay(req, res, up, secrets, watch) {
     }
     res.writeHead(answerMsg.statusCode ?? 502, out.headers);
     out.body.on("error", () => res.destroy()).pipe(res);
-    if (secrets?.length) watch.answered?.(out.body, headers["content-type"]);
+    if (secrets?.length) watch.answered?.(out.body, headers["content-type"], () => sent);
     answerMsg.on("error", () => res.destroy());
   });
   let hungUp = false;
@@ -37577,6 +37582,8 @@ function relay(req, res, up, secrets, watch) {
     if (hungUp) up.destroy();
   });
   req.pipe(up);
+  let sent = 0;
+  req.on("data", (chunk) => sent += chunk.length);
 }
 function forwarded2({ headers, method }) {
   const out = {};
@@ -37626,17 +37633,21 @@ var AnswerMeter = class {
     return sumTallies(this.tally);
   }
   /** Reads one answer's plain body beside whoever consumes it; counted once it ends, however it ends. */
-  watch(body, contentType) {
+  watch(body, contentType, requestBytes = () => 0) {
     const type = String(contentType ?? "").toLowerCase();
     const stream = type.includes("text/event-stream");
     if (!stream && !type.includes("json")) return;
     let read2 = NOTHING_READ;
     let held = [];
     let size = 0;
+    let streamed = 0;
+    let events = 0;
     let skipping = false;
     const line = (bytes) => {
       const text = bytes.toString("utf8").trim();
-      if (text.startsWith("data:")) read2 = withDoc(read2, parsed(text.slice(5)));
+      if (!text.startsWith("data:")) return;
+      events++;
+      read2 = withDoc(read2, parsed(text.slice(5)));
     };
     body.on("data", (chunk) => {
       if (!stream) {
@@ -37645,6 +37656,7 @@ var AnswerMeter = class {
         else held.push(chunk);
         return;
       }
+      streamed += chunk.length;
       for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10)) {
         if (!skipping) line(Buffer.concat([...held, chunk.subarray(0, at)]));
         [held, size, skipping, chunk] = [[], 0, false, chunk.subarray(at + 1)];
@@ -37660,7 +37672,7 @@ var AnswerMeter = class {
       counted = true;
       if (stream && !skipping) line(Buffer.concat(held));
       if (!stream && size <= EGRESS_METER_MAX_BYTES) read2 = withDoc(read2, parsed(Buffer.concat(held).toString("utf8")));
-      const used = usedIn(read2);
+      const used = usedIn(read2) ?? (stream && events > 0 ? sizeEstimate(read2.model, requestBytes(), streamed) : null);
       if (used) addUse(this.tally, used.model, used.use);
     };
     body.on("end", count3);
@@ -37697,7 +37709,7 @@ async function startEgress(o) {
     routes: plan2.routes,
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env,
-    answered: (body, type) => meter.watch(body, type),
+    answered: (body, type, sent) => meter.watch(body, type, sent),
     refuses: uncountedSpend
   }).catch(async (e) => {
     if (socketDir) await rm10(socketDir, { recursive: true, force: true });

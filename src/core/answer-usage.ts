@@ -12,7 +12,9 @@
 //     in a stream at `response.usage` of response.completed;
 //   - Gemini: `usageMetadata` (promptTokenCount, toolUsePromptTokenCount, cachedContentTokenCount,
 //     candidatesTokenCount, thoughtsTokenCount), on every chunk of a stream, running totals.
-// Running totals make one answer's use the largest figure of each kind among its events.
+// Running totals make one answer's use the largest figure of each kind among its events. A stream
+// that states none (OpenAI's Chat Completions without stream_options.include_usage) is counted by
+// its sizes (sizeEstimate), and what would spend with no answer at all is refused (uncountedSpend).
 import { count, isRecord } from './json.js';
 import type { ModelUse } from './usage.js';
 
@@ -50,6 +52,18 @@ export function withDoc(so: AnswerRead, doc: unknown): AnswerRead {
     for (const k of ['input', 'cached', 'written', 'output'] as const) use[k] = Math.max(use[k], one[k]);
   }
   return { model: so.model ?? named ?? null, use };
+}
+
+/** Bytes a token, about, in what a model reads and writes: how a stream that states no use is counted. */
+const BYTES_PER_TOKEN = 4;
+
+/**
+ * A stream that stated no use, counted by its sizes: its request as input, the whole stream as
+ * output (more than the text it carries: an estimate that errs on the budget's side).
+ */
+export function sizeEstimate(model: string | null, requestBytes: number, streamBytes: number): AnswerUse {
+  const [input, output] = [requestBytes, streamBytes].map((b) => Math.ceil(b / BYTES_PER_TOKEN)) as [number, number];
+  return { model: model ?? 'unknown', use: { input, cached: 0, written: 0, output, calls: 1 } };
 }
 
 /**

@@ -57,8 +57,8 @@ export interface EgressProxyOptions {
   reach(host: string, port: number): Reach;
   /** The environment whose HTTPS_PROXY, HTTP_PROXY and NO_PROXY are the machine's way out. */
   env: NodeJS.ProcessEnv;
-  /** Each answer of a route with keys, plain, as the agent gets it (read for the use it states: worker/answer-meter.ts). */
-  answered?(body: Readable, contentType: string | string[] | undefined): void;
+  /** Each answer of a route with keys, plain, as the agent gets it, and its request's size so far (worker/answer-meter.ts). */
+  answered?(body: Readable, contentType: string | string[] | undefined, requestBytes: () => number): void;
   /** Why a route does not forward a request (a spend no answer would state), or null. */
   refuses?(method: string, path: string): string | null;
 }
@@ -88,7 +88,7 @@ interface Watch {
   failed(e: Error): void;
   reached(): void;
   /** A model route's answer, plain, as the agent gets it: read for the use it states. */
-  answered?(body: Readable, contentType: string | string[] | undefined): void;
+  answered?(body: Readable, contentType: string | string[] | undefined, requestBytes: () => number): void;
 }
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
@@ -377,7 +377,7 @@ function relay(
     }
     res.writeHead(answerMsg.statusCode ?? 502, out.headers);
     out.body.on('error', () => res.destroy()).pipe(res);
-    if (secrets?.length) watch.answered?.(out.body, headers['content-type']);
+    if (secrets?.length) watch.answered?.(out.body, headers['content-type'], () => sent);
     answerMsg.on('error', () => res.destroy());
   });
   // The agent hung up first: the upstream's error that follows is its doing, not the upstream's.
@@ -396,6 +396,8 @@ function relay(
     if (hungUp) up.destroy();
   });
   req.pipe(up);
+  let sent = 0;
+  req.on('data', (chunk: Buffer) => (sent += chunk.length));
 }
 
 /** The headers of a request or an answer that go on: none of one connection's, none for a proxy. */

@@ -81,7 +81,7 @@ export async function startEgress(o: {
     routes: plan.routes,
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.machine ?? o.env,
-    answered: (body, type) => meter.watch(body, type),
+    answered: (body, type, sent) => meter.watch(body, type, sent),
     refuses: uncountedSpend,
   }).catch(async (e: unknown) => {
     if (socketDir) await rm(socketDir, { recursive: true, force: true });

@@ -53,11 +53,14 @@ async function upstream(): Promise<{ port: number; seen: Seen[]; connects: strin
           { type: 'message_start', message: { model: 'm', usage: { input_tokens: 30, output_tokens: 1 } } },
           { type: 'message_delta', usage: { output_tokens: 12 } },
         ];
-        const text = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+        const text =
+          used === 'hidden'
+            ? 'data: {"object":"chat.completion.chunk","choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+            : events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
         const pack = { gzip: gzipSync, br: brotliCompressSync }[used] ?? Buffer.from;
         const headers = {
           'content-type': 'text/event-stream',
-          ...(used === 'identity' ? {} : { 'content-encoding': used }),
+          ...(used === 'identity' || used === 'hidden' ? {} : { 'content-encoding': used }),
         };
         return void res.writeHead(200, headers).end(pack(text));
       }
@@ -208,6 +211,12 @@ describe('a model route', () => {
     expect((await get(p.listeners.model as number, '/used/identity')).status).toBe(401);
     expect((await get(p.listeners.login as number, '/used/identity')).status).toBe(200);
     expect(meter.metered()).toEqual({ m: { input: 90, cached: 0, written: 0, output: 36, calls: 3, costUsd: null } });
+    // A stream that states no use is counted by its sizes: the request the proxy forwarded, the stream.
+    const hidden = new AnswerMeter();
+    const q = await proxyWith({ routes: [route()], meter: hidden });
+    expect((await post(q.listeners.model as number, '/used/hidden', { 'x-api-key': PLACEHOLDER })).status).toBe(200);
+    expect(hidden.metered().unknown?.input).toBe(1);
+    expect(hidden.metered().unknown?.output).toBeGreaterThan(10);
   });
 
   it('does not forward a request whose spend no answer would state (a batch), on a route with keys', async () => {

@@ -139,6 +139,21 @@ describe("the proxy's meter", () => {
     });
   });
 
+  it('counts a stream that states no use by its sizes: its request as input, the whole stream as output', async () => {
+    const chunk = (content: string) => ({
+      object: 'chat.completion.chunk',
+      model: 'g',
+      choices: [{ delta: { content } }],
+    });
+    const text = `${sse(chunk('Hello'))}${sse(chunk(' there'))}data: [DONE]\n\n`;
+    const meter = new AnswerMeter();
+    const body = new PassThrough();
+    meter.watch(body, 'text/event-stream', () => 4001);
+    body.end(text);
+    await new Promise((r) => setImmediate(r));
+    expect(meter.metered()).toEqual({ g: { ...use(1001, 0, 0, Math.ceil(text.length / 4)), costUsd: null } });
+  });
+
   it('skips a stream line past its bound and reads the lines after it; reads no other content type', async () => {
     const long = `data: ${'x'.repeat(EGRESS_METER_MAX_BYTES)}\n`;
     const tally = await metered('text/event-stream', [sse(start), long.slice(0, 1000), long.slice(1000), sse(end)]);
