@@ -7441,6 +7441,7 @@ var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
 var EGRESS_MAX_WAITING = 256;
 var EGRESS_METER_CHECK_MS = 2e3;
+var METERED_USD_STOP_FACTOR = 2;
 var EGRESS_METER_MAX_BYTES = 16 * 2 ** 20;
 var EGRESS_MAX_REFUSED_TARGETS = 100;
 var EPISODES_PER_BUDGET_MAX = 1e3;
@@ -38293,10 +38294,11 @@ async function runAgentStep(job, b) {
     clearInterval(unreachable);
   }, EGRESS_UNREACHABLE_CHECK_MS) : void 0;
   let meteredStop = null;
+  const stopAt = episode2.allowance * (unit === "usd" ? METERED_USD_STOP_FACTOR : 1);
   const metered = setInterval(() => {
     const seen = tallySpend(unit, egress.metered());
-    if (seen === null || !(seen > episode2.allowance)) return;
-    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past the episode's ${formatNumber(episode2.allowance, 6)}`;
+    if (seen === null || !(seen > stopAt)) return;
+    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past ${formatNumber(stopAt, 6)} (the episode's allowance is ${formatNumber(episode2.allowance, 6)})`;
     stopForBudget.abort("budget");
     clearInterval(metered);
   }, EGRESS_METER_CHECK_MS);

@@ -247,6 +247,12 @@ export const EGRESS_MAX_DIALS = 4;
 export const EGRESS_MAX_WAITING = 256;
 /** How often the model use the proxy relayed is held against the episode's allowance. */
 export const EGRESS_METER_CHECK_MS = 2_000;
+/**
+ * In dollars, the proxy's count stops an agent past this many times its allowance: forkflush's
+ * prices (a model not in its table at the dearest entry's) may be above those of a CLI that stops
+ * itself at its allowance. In tokens there is nothing to price: it stops at the allowance.
+ */
+export const METERED_USD_STOP_FACTOR = 2;
 /** An answer on a model route read for its usage (core/answer-usage.ts): a JSON body, or one line of a stream. */
 export const EGRESS_METER_MAX_BYTES = 16 * 2 ** 20;
 /** Distinct refused targets remembered; the rest are counted together. */

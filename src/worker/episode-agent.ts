@@ -3,7 +3,7 @@
 // and the agent itself, tried again when it fails in a way that passes (agent-tries.ts).
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EGRESS_METER_CHECK_MS, EGRESS_UNREACHABLE_CHECK_MS } from '../core/bounds.js';
+import { EGRESS_METER_CHECK_MS, EGRESS_UNREACHABLE_CHECK_MS, METERED_USD_STOP_FACTOR } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { formatNumber } from '../core/text.js';
 import { tallySpend } from '../core/usage.js';
@@ -160,11 +160,14 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
     : undefined;
   // Code the agent runs that asks the model with its placeholder key spends what no CLI counts: the
   // answers the proxy relayed stop the agent once they state more than its allowance, as a CLI's do.
+  // In dollars, past METERED_USD_STOP_FACTOR times it: forkflush's table may price a model dearer
+  // than the CLI that stops itself at its allowance by its own prices.
   let meteredStop: string | null = null;
+  const stopAt = episode.allowance * (unit === 'usd' ? METERED_USD_STOP_FACTOR : 1);
   const metered = setInterval(() => {
     const seen = tallySpend(unit, egress.metered());
-    if (seen === null || !(seen > episode.allowance)) return;
-    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past the episode's ${formatNumber(episode.allowance, 6)}`;
+    if (seen === null || !(seen > stopAt)) return;
+    meteredStop = `stopped by forkflush: the answers of the model calls its proxy relayed stated ${formatNumber(seen, 6)} ${unit}, past ${formatNumber(stopAt, 6)} (the episode's allowance is ${formatNumber(episode.allowance, 6)})`;
     stopForBudget.abort('budget');
     clearInterval(metered);
   }, EGRESS_METER_CHECK_MS);

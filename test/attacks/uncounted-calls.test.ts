@@ -121,4 +121,19 @@ describeSandboxed('model calls the agent made itself, with the placeholder key',
     expect(result.spent).toBeGreaterThanOrEqual(20_000);
     expect(result.spent).toBe(calls * PER_CALL);
   }, 120_000);
+
+  // In dollars the count is priced by forkflush's table, which may be dearer than a CLI's own: the
+  // stop comes past twice the allowance (METERED_USD_STOP_FACTOR), still long before the time limit.
+  it('stop the agent past twice its allowance in dollars, priced as forkflush prices the model', async () => {
+    const before = mock.calls();
+    const repo = task('loop', 'total: 0.05\n  unit: usd\n  episode: 0.05', 60);
+    const { result } = await runLocal(repo);
+    const calls = mock.calls() - before;
+    // claude-sonnet-4: 600 fresh in at $3, 300 cached at $0.30, 100 written at $3.75, 500 out at $15 per million.
+    const perCall = (600 * 3 + 300 * 0.3 + 100 * 3.75 + 500 * 15) / 1e6;
+    expect(result.exit).toBe('budget');
+    expect(calls).toBeGreaterThan(0.1 / perCall);
+    expect(calls).toBeLessThan(100);
+    expect(result.spent).toBeCloseTo(calls * perCall, 6);
+  }, 120_000);
 });
