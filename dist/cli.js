@@ -7583,6 +7583,14 @@ function startKeeper() {
     keeper.stdin?.unref?.();
   }
 }
+function selfKept(program, args) {
+  const line = '(echo "+$$" >&3) 2>/dev/null; exec 3>&- "$0" "$@"';
+  return { file: "/bin/sh", args: ["-c", line, program, ...args], keeperAt3: true };
+}
+function keeperInput() {
+  startKeeper();
+  return keeper.stdin;
+}
 function tell(line) {
   startKeeper();
   keeper?.stdin?.write(`${line}
@@ -7897,12 +7905,16 @@ function runProcess(file2, args, options) {
     const { sandbox, confinement } = options.confine;
     return sandbox.handOver(confinement).then(() => spawnAndWait(file2, args, options, sandbox.wrap(confinement, options.cwd, file2, args)));
   }
+  if (options.track)
+    return findExecutable(file2, (options.env ?? process.env).PATH ?? "").then(
+      (program) => spawnAndWait(file2, args, options, void 0, program ? selfKept(program, args) : void 0)
+    );
   return spawnAndWait(file2, args, options, void 0);
 }
-function spawnAndWait(file2, args, options, confined2) {
+function spawnAndWait(file2, args, options, confined2, launch) {
   const started = performance.now();
   return new Promise((resolve10) => {
-    const child = startChild(file2, args, options, confined2);
+    const child = startChild(options, confined2, launch ?? { file: file2, args });
     const stopper = stopperFor(child, options, confined2);
     const cancelLimit = options.timeoutMs === void 0 ? void 0 : afterAwake(options.timeoutMs, () => stopper.stop("timeout"));
     const onAbort = () => stopper.stop(String(options.signal?.reason ?? "aborted"));
@@ -7975,15 +7987,15 @@ function waitForEnd(child, output2, settle2) {
     });
   });
 }
-function startChild(file2, args, options, confined2) {
+function startChild(options, confined2, launch) {
   if (!confined2) startKeeper();
   const child = withFilterAtFd3(
     confined2?.fd3,
-    (extra) => spawn2(confined2?.file ?? file2, confined2?.args ?? args, {
+    (extra) => spawn2(confined2?.file ?? launch.file, confined2?.args ?? launch.args, {
       cwd: options.cwd,
       env: withoutRelativePaths(options.env ?? process.env),
       detached: true,
-      stdio: ["pipe", "pipe", "pipe", ...extra]
+      stdio: ["pipe", "pipe", "pipe", ...extra, ...launch.keeperAt3 ? [keeperInput()] : []]
     })
   );
   if (child.pid !== void 0) running.add(child.pid);

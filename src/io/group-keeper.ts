@@ -7,6 +7,7 @@
 // groups from its stdin, and when that pipe closes (forkflush is gone, however it ended) it stops
 // the groups still listed: SIGTERM, a second, then SIGKILL.
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { absolutePath } from './executables.js';
 
 // Lines `+<pgid>` and `-<pgid>`; its own signals are ignored (a Ctrl-C reaches forkflush, which
@@ -48,6 +49,27 @@ export function startKeeper(): void {
     keeper.unref();
     (keeper.stdin as { unref?: () => void } | null)?.unref?.();
   }
+}
+
+/**
+ * A long command's line that tells the keeper its own group before it runs `program` (resolved,
+ * so a program that cannot start fails as a spawn does): forkflush tells it after the spawn, and a
+ * forkflush killed in between (a busy machine leaves it unscheduled for a while) left the command
+ * running. Its fd 3 is `keeperInput()`, closed for the program; the keeper's end is written in a
+ * subshell, so a keeper gone (SIGPIPE) takes no command with it.
+ */
+export function selfKept(program: string, args: string[]): Launch {
+  const line = '(echo "+$$" >&3) 2>/dev/null; exec 3>&- "$0" "$@"';
+  return { file: '/bin/sh', args: ['-c', line, program, ...args], keeperAt3: true };
+}
+
+/** How a command is started: its program and arguments, and whether its fd 3 is the keeper's input. */
+export type Launch = { file: string; args: string[]; keeperAt3?: true };
+
+/** The keeper's input, for a command's fd 3 (selfKept). */
+export function keeperInput(): Writable {
+  startKeeper();
+  return (keeper as ChildProcess).stdin as Writable;
 }
 
 function tell(line: string): void {

@@ -18,8 +18,8 @@ import {
   STOP_PASSES_MAX,
 } from '../core/bounds.js';
 import { afterAwake } from './awake.js';
-import { withoutRelativePaths } from './executables.js';
-import { keeperPid, keepGroup, releaseGroup, startKeeper } from './group-keeper.js';
+import { findExecutable, withoutRelativePaths } from './executables.js';
+import { keeperInput, keeperPid, keepGroup, type Launch, releaseGroup, selfKept, startKeeper } from './group-keeper.js';
 import { openingPath } from './opening-path.js';
 import { descendantProcesses, killAll, killGroup, type ProcessLink, startTime, stillRuns } from './process-tree.js';
 import type { Confinement, Sandbox, Wrapped } from './sandbox.js';
@@ -161,6 +161,11 @@ export function runProcess(file: string, args: string[], options: RunOptions): P
       .handOver(confinement)
       .then(() => spawnAndWait(file, args, options, sandbox.wrap(confinement, options.cwd, file, args)));
   }
+  // A long command outside the sandbox tells the keeper its group itself, before it runs.
+  if (options.track)
+    return findExecutable(file, (options.env ?? process.env).PATH ?? '').then((program) =>
+      spawnAndWait(file, args, options, undefined, program ? selfKept(program, args) : undefined),
+    );
   return spawnAndWait(file, args, options, undefined);
 }
 
@@ -169,11 +174,12 @@ function spawnAndWait(
   args: string[],
   options: RunOptions,
   confined: Wrapped | undefined,
+  launch?: Launch,
 ): Promise<RunResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     // 1. The command, in a process group of its own, remembered as running until it exits.
-    const child = startChild(file, args, options, confined);
+    const child = startChild(options, confined, launch ?? { file, args });
     // 2. How it is stopped: for time, for the abort signal, or for a log that is full.
     const stopper = stopperFor(child, options, confined);
     // In awake time: a stop of forkflush, or a freeze of the machine, is no time the command used.
@@ -272,16 +278,16 @@ type Child = ChildProcessByStdio<Writable, Readable, Readable>;
 type Ended = { exitCode: number | null; signal: NodeJS.Signals | null };
 
 /** Spawns the command in a group of its own; no command outlives this process, however it ends. */
-function startChild(file: string, args: string[], options: RunOptions, confined: Wrapped | undefined): Child {
+function startChild(options: RunOptions, confined: Wrapped | undefined, launch: Launch): Child {
   if (!confined) startKeeper();
   const child = withFilterAtFd3(
     confined?.fd3,
     (extra) =>
-      spawn(confined?.file ?? file, confined?.args ?? args, {
+      spawn(confined?.file ?? launch.file, confined?.args ?? launch.args, {
         cwd: options.cwd,
         env: withoutRelativePaths(options.env ?? process.env),
         detached: true,
-        stdio: ['pipe', 'pipe', 'pipe', ...extra],
+        stdio: ['pipe', 'pipe', 'pipe', ...extra, ...(launch.keeperAt3 ? [keeperInput()] : [])],
       }) as Child,
   );
   if (child.pid !== undefined) running.add(child.pid);
