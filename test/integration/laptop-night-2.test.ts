@@ -30,8 +30,9 @@ async function freezeTree(cli: Cli, ms: number): Promise<void> {
 const episodeResult = (dir: string) => newestRunState(dir)?.rounds[0]?.episodes[0]?.result;
 
 describeSandboxed('a laptop left running overnight, frozen at other moments', () => {
-  // Two setup commands, setup.timeout 15; the whole tree frozen 20 s in the first one (1 s of work) while
-  // it prepares the judge's checkout. Now: "in the judge's checkout, setup timed out after 15 s
+  // Two setup commands, setup.timeout 20; the whole tree frozen 25 s in the first one (1 s of work) while
+  // it prepares the judge's checkout (a stop counts as 10 s at most: io/awake.ts; 9 s are left for a
+  // busy machine). Before: "in the judge's checkout, setup timed out after 20 s
   // (setup.timeout), before `true`", no score, the run ends with nothing: worker/setup.ts runSetup
   // counts the time left with performance.now(). Setup that used 1 s of awake time is not timed out.
   it('keeps the score when the machine was frozen during the judge setup for longer than setup.timeout', async () => {
@@ -40,12 +41,12 @@ describeSandboxed('a laptop left running overnight, frozen at other moments', ()
       agent: `sh -c 'echo 7 > value.txt; echo "{\\"spent\\": 6}" > "$FORKFLUSH_USAGE_FILE"'`,
       grader: 'cat value.txt',
       files: { 'setup.sh': `v=$(cat value.txt)\nsh -c "sleep 1; : stage$v-$1"\n` },
-      extra: `setup:\n  commands: ["sh setup.sh ${mark}", "true"]\n  timeout: 15\n`,
+      extra: `setup:\n  commands: ["sh setup.sh ${mark}", "true"]\n  timeout: 20\n`,
     });
     const cli = await startCli(['run', repo.dir], repo.dir);
     // The judge's checkout holds the agent's 7: its setup is the one marked stage7.
     expect(await until(() => processesWith(`stage7-${mark}`).length > 0, 120_000, 5)).toBe(true);
-    await freezeTree(cli, 20_000);
+    await freezeTree(cli, 25_000);
     const end = await cli.ended;
     const result = episodeResult(repo.dir);
     expect(result?.reason).toBeUndefined();
@@ -79,8 +80,9 @@ describeSandboxed('a laptop left running overnight, frozen at other moments', ()
     expect(end.code).toBe(0);
   }, 300_000);
 
-  // A minutes budget, 0.25 an episode; an agent that works 2 s, the machine frozen 25 s meanwhile.
-  // Now: charged 0.456 minutes, more than its allowance, although its (awake-time) limit let it go on:
+  // A minutes budget, 0.35 an episode (21 s: the 2 s of work and a stop counted as 10 s at most leave
+  // 9 s for a busy machine); an agent that works 2 s, the machine frozen 25 s meanwhile.
+  // Before: charged 0.456 minutes, more than its allowance, although its (awake-time) limit let it go on:
   // core/charge.ts charges the tries' seconds, which agents/runner.ts measures with performance.now().
   // The charge and the limit must count the same time: no more than the allowance here.
   it('charges a minutes budget the time the agent ran, not the time the whole machine was frozen', async () => {
@@ -88,7 +90,7 @@ describeSandboxed('a laptop left running overnight, frozen at other moments', ()
     const repo = makeAttackRepo({
       agent: `sh agent.sh ${mark}`,
       grader: 'cat value.txt',
-      budget: 'total: 0.5\n  unit: minutes\n  episode: 0.25',
+      budget: 'total: 0.7\n  unit: minutes\n  episode: 0.35',
       files: { 'agent.sh': 'sleep 2; echo 7 > value.txt\n' },
     });
     const cli = await startCli(['run', repo.dir], repo.dir);
@@ -97,7 +99,7 @@ describeSandboxed('a laptop left running overnight, frozen at other moments', ()
     const end = await cli.ended;
     const result = episodeResult(repo.dir);
     expect(result?.score).toBe(7);
-    expect(result?.spent).toBeLessThanOrEqual(0.25);
+    expect(result?.spent).toBeLessThanOrEqual(0.35);
     expect(end.code).toBe(0);
   }, 300_000);
 

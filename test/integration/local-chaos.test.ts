@@ -268,11 +268,17 @@ async function reachAim(
   }
 }
 
+/**
+ * How long what a killed forkflush left may take to go: the group keeper's TERM, its second, then
+ * KILL (io/group-keeper.ts), on a busy machine.
+ */
+const AFTER_EXIT_MS = 10_000;
+
 /** After a forkflush process ended: nothing of it runs, the state reads, the lock holds no one. */
 async function afterExit(t: Task, label: string): Promise<void> {
   const gone = await until(
     () => processesWith(t.agentMark).length === 0 && processesWith(t.graderMark).length === 0,
-    3000,
+    AFTER_EXIT_MS,
     50,
   );
   if (!gone) {
@@ -284,19 +290,22 @@ async function afterExit(t: Task, label: string): Promise<void> {
         return '?';
       }
     });
-    fail(t, `${label}: processes of the run left running 3 s after forkflush exited: ${cmd.join(' | ')}`);
+    fail(
+      t,
+      `${label}: processes of the run left running ${AFTER_EXIT_MS / 1000} s after forkflush exited: ${cmd.join(' | ')}`,
+    );
     for (const p of left) {
       try {
         process.kill(p, 'SIGKILL');
       } catch {}
     }
   }
-  const strays = await until(() => processesUnder(t.dir).length === 0, 3000, 50);
+  const strays = await until(() => processesUnder(t.dir).length === 0, AFTER_EXIT_MS, 50);
   if (!strays) {
     const left = processesUnder(t.dir);
     fail(
       t,
-      `${label}: processes in the task folder left 3 s after forkflush exited: ${left
+      `${label}: processes in the task folder left ${AFTER_EXIT_MS / 1000} s after forkflush exited: ${left
         .map((p) => {
           try {
             return readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 200);
