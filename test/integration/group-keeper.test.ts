@@ -36,7 +36,8 @@ const write = Socket.prototype.write;
 Socket.prototype.write = function (chunk, ...rest) {
   return typeof chunk === 'string' && /^\\+\\d+\\n$/.test(chunk) ? true : write.call(this, chunk, ...rest);
 };
-void runProcess('/bin/sh', ['-c', 'echo $$ > ' + process.argv[2] + '; exec sleep 600'], { cwd: '/', track: true });
+const [pidFile, fdFile] = [process.argv[2], process.argv[2] + '.fds'];
+void runProcess('/bin/sh', ['-c', 'ls /proc/$$/fd > ' + fdFile + '; echo $$ > ' + pidFile + '; exec sleep 600'], { cwd: '/', track: true });
 setInterval(() => {}, 1000);
 `,
   );
@@ -46,6 +47,8 @@ setInterval(() => {}, 1000);
   pids.push(node.pid as number);
   expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 30_000)).toBe(true);
   const cmd = Number(readFileSync(pidFile, 'utf8').trim());
+  // The keeper's input is not the command's: it could forget its own group ("-<group>").
+  expect(readFileSync(`${pidFile}.fds`, 'utf8').split('\n')).not.toContain('3');
   pids.push(cmd);
   process.kill(node.pid as number, 'SIGKILL');
   // The keeper's TERM, a second, then KILL: generous on a busy machine.
