@@ -119,7 +119,8 @@ describeSandboxed('model calls the agent made itself, with the placeholder key',
     expect(calls).toBeGreaterThan(20_000 / PER_CALL);
     expect(calls).toBeLessThan(200);
     expect(result.spent).toBeGreaterThanOrEqual(20_000);
-    expect(result.spent).toBe(calls * PER_CALL);
+    // Every answer that came back whole; a call the stop cut in the middle of its answer may not be.
+    expect([calls - 1, calls].map((n) => n * PER_CALL)).toContain(result.spent);
   }, 120_000);
 
   // In dollars the count is priced by forkflush's table, which may be dearer than a CLI's own: the
@@ -134,6 +135,7 @@ describeSandboxed('model calls the agent made itself, with the placeholder key',
     expect(result.exit).toBe('budget');
     expect(calls).toBeGreaterThan(0.1 / perCall);
     expect(calls).toBeLessThan(100);
-    expect(result.spent).toBeCloseTo(calls * perCall, 6);
+    expect(result.spent).toBeGreaterThanOrEqual((calls - 1) * perCall - 1e-6);
+    expect(result.spent).toBeLessThanOrEqual(calls * perCall + 1e-6);
   }, 120_000);
 });
